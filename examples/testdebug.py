@@ -1,0 +1,4 @@
+import torch
+
+d = torch.randn(2, 3)
+print(d)
