@@ -1,0 +1,520 @@
+"""VS Code launch.json for mixdbg: generate our configurations, merge them safely, validate.
+
+The configurations come from the commented templates in ``vscode-templates/`` (installed
+as ``mixdbg.vscode_templates``) and are validated against our own JSON Schemas there
+before anything is written. mixdbg owns exactly three entries, recognised by name only
+(VS Code flags unknown keys, so there is no marker key): ``DEBUGPY_NAME``,
+``CPPDBG_NAME`` and the compound ``COMPOUND_NAME``.
+
+Safety rules for the user's file (see docs of ``ensure_setup``):
+
+* it is edited as text with ``mixdbg.jsonc``: every byte outside the entries we own stays
+  as it was, BOM and line endings included; an unparseable file is never written;
+* a change is preceded by a backup (``launch.json.mixdbg.bak``, then ``.bak.1``, ... so an
+  older backup is never overwritten) and written atomically (temp file, fsync, replace),
+  keeping the file's mode;
+* a symlinked launch.json is refused rather than edited through the link: writing through
+  it would change a file outside the workspace (often shared by several), and replacing it
+  would silently break the link. Read-only, empty, binary and oversized files are refused.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import json
+import os
+import re
+import stat
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from shutil import which
+from typing import Any
+
+import jsonschema
+
+from mixdbg import jsonc
+from mixdbg.errors import CannotWriteError, DataError, MixdbgError, NotFoundError, UsageError
+
+DEBUGPY_NAME = "mixdbg: Python (debugpy attach)"
+CPPDBG_NAME = "mixdbg: C++ (gdb attach)"
+COMPOUND_NAME = "mixdbg: Python + C++"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 5678
+PICK_PROCESS = "${command:pickProcess}"
+BACKUP_SUFFIX = ".mixdbg.bak"
+MAX_FILE_BYTES = 1 << 20
+TEMPLATES_PACKAGE = "mixdbg.vscode_templates"
+_SCHEMAS = {
+    DEBUGPY_NAME: "debugpy-attach.schema.json",
+    CPPDBG_NAME: "cppdbg-attach.schema.json",
+    COMPOUND_NAME: "compound.schema.json",
+}
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+_DROP = object()
+_NEW_FILE_HEADER = (
+    "// VS Code debug configurations. mixdbg manages the entries named \"mixdbg: ...\" (see\n"
+    "// `mixdbg setup --help`); everything else in this file is yours and is left as it is.\n"
+)
+
+
+@dataclass(frozen=True)
+class SetupResult:
+    """What ``ensure_setup`` did (or, with ``dry_run``, would do) to the workspace."""
+
+    launch_json: Path
+    created: bool
+    changed: bool
+    dry_run: bool
+    backup: Path | None
+    added: tuple[str, ...]
+    updated: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    old_text: str | None = field(repr=False)
+    new_text: str = field(repr=False)
+    c_cpp_properties: Path | None = None
+    c_cpp_properties_action: str = "none"
+
+    def diff(self) -> str:
+        """A unified diff from the previous launch.json (empty if none) to the new one."""
+        old = (self.old_text or "").splitlines(keepends=True)
+        new = self.new_text.splitlines(keepends=True)
+        name = ".vscode/launch.json"
+        return "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as plain JSON values, for ``mixdbg setup --json``."""
+        return {
+            "launch_json": str(self.launch_json), "created": self.created, "changed": self.changed,
+            "dry_run": self.dry_run, "backup": str(self.backup) if self.backup else None,
+            "added": list(self.added), "updated": list(self.updated), "unchanged": list(self.unchanged),
+            "c_cpp_properties": str(self.c_cpp_properties) if self.c_cpp_properties else None,
+            "c_cpp_properties_action": self.c_cpp_properties_action,
+        }
+
+
+@dataclass(frozen=True)
+class _FileState:
+    """A file as read for editing: its text (None if absent), BOM, mode and raw bytes."""
+
+    text: str | None
+    bom: bool = False
+    mode: int | None = None
+    raw: bytes = b""
+
+
+def launch_json_path(workspace: Path) -> Path:
+    """Where VS Code reads the workspace's launch configurations."""
+    return workspace / ".vscode" / "launch.json"
+
+
+def template_text(name: str) -> str:
+    """The text of one file of ``vscode-templates/`` as installed with the package."""
+    return resources.files(TEMPLATES_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+
+
+def schema(name: str) -> dict[str, Any]:
+    """One of our JSON Schemas from ``vscode-templates/`` (e.g. ``cppdbg-attach.schema.json``)."""
+    loaded: dict[str, Any] = json.loads(template_text(name))
+    return loaded
+
+
+def validate_entry(entry: Mapping[str, Any]) -> None:
+    """Check one of our entries against its schema; a failure is a mixdbg bug."""
+    name = entry.get("name")
+    if name not in _SCHEMAS:
+        raise MixdbgError(f"internal error: no schema for configuration {name!r}")
+    try:
+        jsonschema.validate(dict(entry), schema(_SCHEMAS[str(name)]))
+    except jsonschema.ValidationError as err:
+        raise MixdbgError(f"internal error: generated {name!r} is invalid: {err.message}") from err
+
+
+def python_gdb_script(python: str) -> str | None:
+    """The interpreter's gdb helper (``<python>-gdb.py`` or ``<libpython>-gdb.py``), if any.
+
+    Loading it gives gdb ``py-bt`` and friends. Only files next to the interpreter or its
+    library are considered; running another interpreter to ask would start a process.
+    """
+    real = os.path.realpath(python)
+    candidates = [real + "-gdb.py", "/usr/share/gdb/auto-load" + real + "-gdb.py"]
+    if real == os.path.realpath(sys.executable):
+        libdir = str(sysconfig.get_config_var("LIBDIR") or "")
+        for var in ("INSTSONAME", "LDLIBRARY"):
+            library = os.path.join(libdir, str(sysconfig.get_config_var(var) or ""))
+            candidates += [library + "-gdb.py", os.path.realpath(library) + "-gdb.py"]
+    candidates += sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(real)), "lib",
+                                                "libpython*-gdb.py")))
+    return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def generate_entries(python: str, host: str, port: int, *, gdb: str | None = None,
+                     source_map: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Our three entries (debugpy attach, cppdbg attach, compound), filled in and validated.
+
+    ``python`` is resolved to its real path, the executable gdb sees in ``/proc/PID/exe``.
+    """
+    _check_port(port)
+    if not host:
+        raise UsageError("the debugpy host must not be empty")
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise NotFoundError(f"no executable Python interpreter at {python}")
+    real = os.path.realpath(python)
+    script = python_gdb_script(real)
+    values: dict[str, Any] = {
+        "python": real, "host": host, "port": port, "gdb": gdb or which("gdb") or "/usr/bin/gdb",
+        "python_gdb_script_mi": _mi_escape(script) if script else None,
+        "source_file_map": dict(source_map) if source_map else None,
+    }
+    document = _fill(jsonc.loads(template_text("launch.jsonc")), values)
+    entries: list[dict[str, Any]] = [*document["configurations"], *document["compounds"]]
+    for entry in entries:
+        validate_entry(entry)
+    return entries
+
+
+def ensure_setup(workspace: Path, python: str, host: str, port: int, *,
+                 source_map: Mapping[str, str] | None = None, gdb: str | None = None,
+                 dry_run: bool = False) -> SetupResult:
+    """Create ``.vscode/launch.json`` or merge mixdbg's three entries into it (``mixdbg setup``).
+
+    Entries with our names are replaced when they differ from what we generate, added when
+    missing, left byte for byte when equal, so a second run changes nothing. Everything
+    else in the file is kept exactly. Also writes ``c_cpp_properties.json`` when the
+    workspace has a ``compile_commands.json`` and no such file yet. Raises DataError for
+    an unparseable file, CannotWriteError when it cannot be written safely.
+    """
+    entries = generate_entries(python, host, port, gdb=gdb, source_map=source_map)
+    path = launch_json_path(_existing_dir(workspace))
+    state = _read_for_edit(path)
+    added: list[str] = []
+    updated: list[str] = []
+    unchanged: list[str] = []
+    if state.text is None:
+        new_text = _new_launch_text(entries)
+        added = [e["name"] for e in entries]
+    else:
+        new_text = state.text
+        for entry in entries:
+            new_text, action = _upsert(new_text, entry, replace=True)
+            {"added": added, "updated": updated, "unchanged": unchanged}[action].append(entry["name"])
+    _check_merged(new_text, strict=True)
+    changed = new_text != state.text
+    backup = None if dry_run or not changed else _commit(path, state, new_text)
+    cpp_path, cpp_action = _ensure_c_cpp_properties(workspace, dry_run)
+    return SetupResult(path, state.text is None, changed, dry_run, backup, tuple(added), tuple(updated),
+                       tuple(unchanged), state.text, new_text, cpp_path, cpp_action)
+
+
+def set_attach_target(workspace: Path, pid: int, program: str, port: int) -> Path:
+    """Point our entries at a running debuggee: cppdbg ``processId``/``program``, debugpy port.
+
+    Used by ``mixdbg run --vscode``. Only those three values change (surgically, so any
+    other tweak to our entries survives); missing entries are first created as ``setup``
+    would (with ``program`` as the interpreter). Returns the launch.json path.
+    """
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid < 1:
+        raise UsageError(f"not a process id: {pid!r}")
+    _check_port(port)
+    if not program:
+        raise UsageError("the program (the debuggee's executable) must not be empty")
+    path = launch_json_path(_existing_dir(workspace))
+    state = _read_for_edit(path)
+    if state.text is None:
+        text = _new_launch_text(generate_entries(program, DEFAULT_HOST, port))
+    else:
+        text = state.text
+        missing = [n for n in (DEBUGPY_NAME, CPPDBG_NAME, COMPOUND_NAME) if _find(text, n) is None]
+        if missing:
+            for entry in generate_entries(program, DEFAULT_HOST, port):
+                if entry["name"] in missing:
+                    text, _ = _upsert(text, entry, replace=False)
+    text = _set_in_entry(text, CPPDBG_NAME, [("processId", pid), ("program", program)])
+    text = _set_debugpy_port(text, port)
+    _check_merged(text, strict=False)
+    if text != state.text:
+        _commit(path, state, text)
+    return path
+
+
+def read_configurations(path: Path) -> list[dict[str, Any]]:
+    """The ``configurations`` of a launch.json, comments stripped (for tests and ``ps``)."""
+    if not path.is_file():
+        raise NotFoundError(f"{path} does not exist")
+    text, _ = _decode(_read_bytes(path), path)
+    root = _parse_root(text, path)
+    configurations = root.value.get("configurations", [])
+    if not isinstance(configurations, list):
+        raise DataError(f"{path}: \"configurations\" is not a list")
+    return [c for c in configurations if isinstance(c, dict)]
+
+
+# --- merging ---------------------------------------------------------------------------------
+
+def _container_key(entry: Mapping[str, Any]) -> str:
+    return "compounds" if entry["name"] == COMPOUND_NAME else "configurations"
+
+
+def _find(text: str, name: str) -> jsonc.Node | None:
+    """The node of the entry called ``name`` in its list, None if absent; DataError if doubled."""
+    root = _parse_root(text)
+    key = "compounds" if name == COMPOUND_NAME else "configurations"
+    member = root.member(key)
+    if member is None:
+        return None
+    if member.value.kind != "array":
+        raise DataError(f"launch.json: \"{key}\" is not a list; fix it by hand, then run mixdbg again")
+    found = [i for i in member.value.items if i.kind == "object" and i.value.get("name") == name]
+    if len(found) > 1:
+        raise DataError(f"launch.json has {len(found)} entries named {name!r}",
+                        hint="delete or rename all but one of them, then run mixdbg again")
+    return found[0] if found else None
+
+
+def _upsert(text: str, entry: Mapping[str, Any], replace: bool) -> tuple[str, str]:
+    """Add ``entry`` to its list, or replace the entry of that name; return (text, action)."""
+    style = jsonc.detect_style(text)
+    existing = _find(text, entry["name"])
+    if existing is not None:
+        if not replace or jsonc.same_value(existing.value, entry):
+            return text, "unchanged"
+        return jsonc.apply_edits(text, [jsonc.replace_value(text, existing, entry, style)]), "updated"
+    root = _parse_root(text)
+    key = _container_key(entry)
+    member = root.member(key)
+    if member is None:
+        edits = jsonc.add_members(text, root, [(key, [entry])], style)
+    else:
+        edits = jsonc.append_items(text, member.value, [entry], style)
+    return jsonc.apply_edits(text, edits), "added"
+
+
+def _set_in_entry(text: str, name: str, pairs: Sequence[tuple[str, Any]]) -> str:
+    """Set members of the entry ``name`` one by one, each a minimal edit."""
+    for key, value in pairs:
+        node = _find(text, name)
+        if node is None:
+            raise MixdbgError(f"internal error: {name!r} vanished while editing")
+        text = jsonc.apply_edits(text, jsonc.set_member(text, node, key, value, jsonc.detect_style(text)))
+    return text
+
+
+def _set_debugpy_port(text: str, port: int) -> str:
+    """Set ``connect.port`` of our debugpy entry (creating ``connect`` if it is not an object)."""
+    node = _find(text, DEBUGPY_NAME)
+    connect = node.member("connect") if node else None
+    if node is None or connect is None or connect.value.kind != "object":
+        return _set_in_entry(text, DEBUGPY_NAME, [("connect", {"host": DEFAULT_HOST, "port": port})])
+    edits = jsonc.set_member(text, connect.value, "port", port, jsonc.detect_style(text))
+    return jsonc.apply_edits(text, edits)
+
+
+def _check_merged(text: str, strict: bool) -> None:
+    """Re-parse the result: ours present once each, valid (strict), compound refs resolvable."""
+    nodes = {name: _find(text, name) for name in _SCHEMAS}
+    for name, node in nodes.items():
+        if node is None:
+            raise MixdbgError(f"internal error: {name!r} missing after the merge")
+        if strict:
+            validate_entry(node.value)
+    names = {c.get("name") for c in _parse_root(text).value.get("configurations", []) if isinstance(c, dict)}
+    compound = nodes[COMPOUND_NAME]
+    refs = compound.value.get("configurations", []) if compound else []
+    for ref in refs if isinstance(refs, list) else []:
+        ref_name = ref.get("name") if isinstance(ref, dict) else ref
+        if ref_name not in names:
+            raise DataError(f"compound {COMPOUND_NAME!r} refers to {ref_name!r}, which is not defined")
+
+
+def _new_launch_text(entries: Sequence[Mapping[str, Any]]) -> str:
+    document = {
+        "version": "0.2.0",
+        "configurations": [e for e in entries if _container_key(e) == "configurations"],
+        "compounds": [e for e in entries if _container_key(e) == "compounds"],
+    }
+    return _NEW_FILE_HEADER + jsonc.dumps(document, jsonc.Style()) + "\n"
+
+
+def _fill(value: Any, values: Mapping[str, Any]) -> Any:
+    """Substitute ``{{name}}`` placeholders; a None value drops the member or item using it."""
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole:
+            return _DROP if values[whole.group(1)] is None else values[whole.group(1)]
+        if any(values[n] is None for n in _PLACEHOLDER.findall(value)):
+            return _DROP
+        return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), value)
+    if isinstance(value, dict):
+        filled = {k: _fill(v, values) for k, v in value.items()}
+        return {k: v for k, v in filled.items() if v is not _DROP}
+    if isinstance(value, list):
+        return [v for v in (_fill(i, values) for i in value) if v is not _DROP]
+    return value
+
+
+def _mi_escape(path: str) -> str:
+    """Escape a path for use inside a double-quoted GDB/MI c-string."""
+    return path.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _check_port(port: int) -> None:
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise UsageError(f"not a TCP port: {port!r} (use 1-65535)")
+
+
+# --- files -----------------------------------------------------------------------------------
+
+def _existing_dir(workspace: Path) -> Path:
+    if not workspace.is_dir():
+        raise NotFoundError(f"workspace {workspace} is not a directory")
+    return workspace
+
+
+def _parse_root(text: str, path: Path | None = None) -> jsonc.Node:
+    where = str(path) if path else "launch.json"
+    try:
+        root = jsonc.parse(text)
+    except jsonc.JsoncError as err:
+        raise DataError(f"{where} cannot be parsed: {err.message}; it was left untouched",
+                        hint="fix it (or move it away) and run mixdbg again") from err
+    if root.kind != "object":
+        raise DataError(f"{where} is not a JSON object; it was left untouched")
+    return root
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise DataError(f"cannot read {path}: {err.strerror}") from err
+    if len(data) > MAX_FILE_BYTES:
+        raise DataError(f"{path} is larger than {MAX_FILE_BYTES // 1024} KiB; not a launch.json mixdbg will edit")
+    return data
+
+
+def _decode(data: bytes, path: Path) -> tuple[str, bool]:
+    bom = data.startswith(b"\xef\xbb\xbf")
+    try:
+        text = data[3 if bom else 0:].decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path} is not UTF-8 text (binary?); it was left untouched") from err
+    if not text.strip():
+        raise DataError(f"{path} is empty; it was left untouched",
+                        hint="delete it and run 'mixdbg setup' to create a fresh one")
+    return text, bom
+
+
+def _read_for_edit(path: Path) -> _FileState:
+    """Read a launch.json we may rewrite, refusing anything we could not write back safely."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return _FileState(None)
+    except OSError as err:
+        raise CannotWriteError(f"cannot inspect {path}: {err.strerror}") from err
+    if stat.S_ISLNK(info.st_mode):
+        raise CannotWriteError(f"{path} is a symbolic link (to {os.readlink(path)}); mixdbg does not edit "
+                               "through links", hint="edit the target yourself, or replace the link by a copy")
+    if not stat.S_ISREG(info.st_mode):
+        raise CannotWriteError(f"{path} is not a regular file")
+    # Root ignores permission bits, so check them as well as os.access.
+    if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
+        raise CannotWriteError(f"{path} is read-only; it was left untouched")
+    raw = _read_bytes(path)
+    text, bom = _decode(raw, path)
+    _parse_root(text, path)
+    return _FileState(text, bom, stat.S_IMODE(info.st_mode), raw)
+
+
+def _commit(path: Path, state: _FileState, text: str) -> Path | None:
+    """Back up the old file (if any), then write ``text`` atomically; return the backup path."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CannotWriteError(f"cannot create {path.parent}: {err.strerror}") from err
+    if state.text is not None and path.read_bytes() != state.raw:
+        raise CannotWriteError(f"{path} changed while mixdbg was editing it; nothing was written")
+    backup = _write_backup(path, state.raw) if state.text is not None else None
+    data = (b"\xef\xbb\xbf" if state.bom else b"") + text.encode("utf-8")
+    _write_atomic(path, data, state.mode if state.mode is not None else 0o666 & ~_umask())
+    return backup
+
+
+def _write_backup(path: Path, data: bytes) -> Path:
+    """Write ``data`` to the first free ``launch.json.mixdbg.bak[.N]`` (never overwriting one)."""
+    for index in range(1000):
+        candidate = path.with_name(path.name + BACKUP_SUFFIX + (f".{index}" if index else ""))
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        except OSError as err:
+            raise CannotWriteError(f"cannot write the backup {candidate}: {err.strerror}; nothing changed") from err
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return candidate
+    raise CannotWriteError(f"too many backups next to {path}; remove old {path.name}{BACKUP_SUFFIX}.* files")
+
+
+def _write_atomic(path: Path, data: bytes, mode: int) -> None:
+    """Write a temp file in the same directory, fsync it, then rename it over ``path``."""
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".mixdbg.tmp")
+    except OSError as err:
+        raise CannotWriteError(f"cannot write in {path.parent}: {err.strerror}; nothing changed") from err
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as err:
+        raise CannotWriteError(f"cannot write {path}: {err.strerror}; the old file is unchanged") from err
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def _find_compile_commands(workspace: Path) -> Path | None:
+    for candidate in (workspace / "compile_commands.json", workspace / "build" / "compile_commands.json"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _ensure_c_cpp_properties(workspace: Path, dry_run: bool) -> tuple[Path | None, str]:
+    """Write c_cpp_properties.json for IntelliSense when a compile database exists and it does not."""
+    commands = _find_compile_commands(workspace)
+    if commands is None:
+        return None, "none"
+    path = workspace / ".vscode" / "c_cpp_properties.json"
+    if path.exists() or path.is_symlink():
+        return path, "kept"
+    relative = commands.relative_to(workspace).as_posix()
+    document = _fill(jsonc.loads(template_text("c_cpp_properties.jsonc")),
+                     {"compile_commands": "${workspaceFolder}/" + relative})
+    jsonschema.validate(document, schema("c_cpp_properties.schema.json"))
+    if not dry_run:
+        _commit(path, _FileState(None), jsonc.dumps(document, jsonc.Style()) + "\n")
+    return path, "created"
