@@ -1,0 +1,327 @@
+"""Finding and launching processes: the debuggee, the debugpy adapter, VS Code's launcher.
+
+``launch`` starts the user's script under debugpy through ``bootstrap.py`` and holds it
+before its first line (the gate) until the caller opens the gate. ``resolve_debuggee``
+turns a PID the user gave (debuggee, debugpy adapter or VS Code launcher) into the real
+debuggee. ``classify`` names the role of any Python process (``mixdbg ps``).
+
+This module never talks GDB/MI.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import psutil
+
+from mixdbg.errors import MixdbgError, NotFoundError, UnavailableError, UsageError
+
+BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
+#: Inherited from a parent debugged by debugpy, these silently disable ``--listen``.
+SCRUBBED_ENV = ("DEBUGPY_RUNNING", "DEBUGPY_EXTRA_ARGV", "PYTHONINSPECT")
+#: debugpy.listen() waits up to 30 s for its adapter; wait a little longer for the report.
+STARTUP_TIMEOUT = 45.0
+
+ROLE_DEBUGGEE = "debuggee"
+ROLE_ADAPTER = "debugpy adapter"
+ROLE_LAUNCHER = "debugpy launcher"
+ROLE_OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to run: a script path or a module name, and its arguments."""
+
+    kind: str  # "script" | "module"
+    name: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How to run it: interpreter, debugpy address, who may trace it, where output goes."""
+
+    python: str
+    host: str
+    port: int
+    wait_for_client: bool = False
+    tracer: int | None = None  # None: any process of ours may trace (VS Code's gdb)
+    stdout: IO[str] | None = None  # None: inherit ours
+    stdin_devnull: bool = False
+
+
+@dataclass
+class Debuggee:
+    """A debuggee we launched, held at the gate until ``release`` is called."""
+
+    pid: int
+    host: str
+    port: int
+    python: str
+    process: subprocess.Popen[bytes]
+    gate_fd: int | None
+
+    def release(self) -> None:
+        """Open the gate: the script starts running (idempotent)."""
+        if self.gate_fd is None:
+            return
+        try:
+            os.write(self.gate_fd, b"g")
+        except OSError as err:  # the debuggee is already gone; its exit is reported elsewhere
+            if err.errno != errno.EPIPE:
+                raise
+        finally:
+            os.close(self.gate_fd)
+            self.gate_fd = None
+
+
+def check_target(target: Target) -> None:
+    """Fail early, with a clear message, on a script that cannot be run."""
+    if target.kind == "module":
+        if not target.name:
+            raise UsageError("empty module name after -m")
+        return
+    path = Path(target.name)
+    if not path.exists():
+        raise NotFoundError(f"script not found: {target.name}")
+    if path.is_dir() and not (path / "__main__.py").exists():
+        raise UsageError(f"{target.name} is a directory without __main__.py, not a script")
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise ``UnavailableError`` naming the port if something already listens on it."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                raise UnavailableError(
+                    f"port {port} on {host} is already in use",
+                    hint="pick another with --port N, or --port 0 for a free one",
+                ) from err
+            raise UnavailableError(f"cannot listen on {host}:{port}: {err.strerror}") from err
+
+
+def child_environment() -> dict[str, str]:
+    """The debuggee's environment: ours, minus variables that would break debugpy."""
+    return {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+
+
+def launch(target: Target, options: LaunchOptions) -> Debuggee:
+    """Start the target under debugpy, held before its first line; return once its real
+    pid and debugpy port are known. The caller must ``release()`` it."""
+    check_target(target)
+    check_port_free(options.host, options.port)
+    status_read, status_write = os.pipe()
+    gate_read, gate_write = os.pipe()
+    tracer = "any" if options.tracer is None else str(options.tracer)
+    argv = [
+        options.python, "-Xfrozen_modules=off", str(BOOTSTRAP), str(status_write), str(gate_read),
+        options.host, str(options.port), "1" if options.wait_for_client else "0", tracer,
+        target.kind, target.name, *target.args,
+    ]
+    try:
+        # Own session: a Ctrl-C at the terminal is mixdbg's to handle, not the script's.
+        # stdout/stderr are inherited file descriptors, never a pipe through mixdbg, so the
+        # debuggee's output survives mixdbg's death.
+        process = subprocess.Popen(
+            argv, pass_fds=(status_write, gate_read), env=child_environment(),
+            start_new_session=True, stdout=options.stdout,
+            stdin=subprocess.DEVNULL if options.stdin_devnull else None,
+        )
+    except OSError as err:
+        for fd in (status_read, status_write, gate_read, gate_write):
+            os.close(fd)
+        raise NotFoundError(f"cannot start {options.python}: {err.strerror}") from err
+    os.close(status_write)
+    os.close(gate_read)
+    try:
+        report = _read_report(status_read, process)
+    except BaseException:
+        os.close(gate_write)
+        raise
+    finally:
+        os.close(status_read)
+    return Debuggee(
+        pid=int(report["pid"]), host=str(report["host"]), port=int(report["port"]),
+        python=str(report["python"]), process=process, gate_fd=gate_write,
+    )
+
+
+def _read_report(fd: int, process: subprocess.Popen[bytes]) -> dict[str, object]:
+    """Read the bootstrap's one-line JSON report, or explain why it never came."""
+    data = b""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while b"\n" not in data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise UnavailableError(
+                    f"the debuggee (pid {process.pid}) did not start debugpy within "
+                    f"{STARTUP_TIMEOUT:.0f} s; it is left running")
+            if not selector.select(min(remaining, 1.0)):
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    if b"\n" not in data:
+        code = process.wait()
+        raise MixdbgError(f"the debuggee exited before debugpy started (exit code {code})",
+                          hint="its own error output is above")
+    report: dict[str, object] = json.loads(data.split(b"\n", 1)[0])
+    if "error" in report:
+        process.wait()
+        raise UnavailableError(f"debugpy could not start: {report['error']}")
+    return report
+
+
+# --- Roles of existing processes -------------------------------------------------------
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return []
+
+
+def classify(proc: psutil.Process) -> str:
+    """Name a process's role in a debugpy session from its command line."""
+    text = " ".join(_cmdline(proc)).replace("\\", "/")
+    if "debugpy/adapter" in text or "debugpy.adapter" in text:
+        return ROLE_ADAPTER
+    if "debugpy/launcher" in text or "debugpy.launcher" in text:
+        return ROLE_LAUNCHER
+    if ("debugpy" in text or "pydevd" in text or BOOTSTRAP.name in text) and _is_python(proc):
+        return ROLE_DEBUGGEE
+    return ROLE_OTHER
+
+
+def _is_python(proc: psutil.Process) -> bool:
+    try:
+        return "python" in Path(proc.exe()).name
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+        args = _cmdline(proc)
+        return bool(args) and "python" in Path(args[0]).name
+
+
+def python_processes() -> list[tuple[psutil.Process, str]]:
+    """Every Python process we can see, with its role."""
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid != os.getpid() and _is_python(proc):
+            found.append((proc, classify(proc)))
+    return found
+
+
+def _process(pid: int) -> psutil.Process:
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        raise NotFoundError(f"no process with PID {pid}") from None
+    except psutil.AccessDenied:
+        raise NotFoundError(f"process {pid} exists but is not visible to you") from None
+
+
+def _adapter_debuggee(adapter: psutil.Process) -> psutil.Process | None:
+    """The debuggee served by a debugpy adapter: the process connected to one of the
+    adapter's listening ports (the adapter is a daemon, not the debuggee's parent)."""
+    try:
+        listening = {c.laddr.port for c in adapter.net_connections("tcp")
+                     if c.status == psutil.CONN_LISTEN}
+    except (psutil.AccessDenied, psutil.NoSuchProcess):
+        return None
+    for conn in psutil.net_connections("tcp"):
+        if (conn.pid and conn.pid != adapter.pid and conn.raddr
+                and conn.raddr.port in listening and conn.status == psutil.CONN_ESTABLISHED):
+            candidate = psutil.Process(conn.pid)
+            if classify(candidate) == ROLE_DEBUGGEE:
+                return candidate
+    return None
+
+
+def resolve_debuggee(pid: int) -> tuple[int, str]:
+    """Map a PID the user gave to the real debuggee; return it and a sentence saying why."""
+    proc = _process(pid)
+    role = classify(proc)
+    if role == ROLE_ADAPTER:
+        found = _adapter_debuggee(proc)
+        if found is None:
+            raise NotFoundError(f"PID {pid} is a debugpy adapter with no debuggee connected")
+        return found.pid, f"PID {pid} is the debugpy adapter; its debuggee is PID {found.pid}"
+    if role == ROLE_LAUNCHER:
+        children = [c for c in proc.children() if _is_python(c)]
+        if not children:
+            raise NotFoundError(f"PID {pid} is a debugpy launcher with no debuggee yet")
+        return children[0].pid, f"PID {pid} is VS Code's debugpy launcher; its debuggee is PID {children[0].pid}"
+    if role == ROLE_DEBUGGEE:
+        return pid, f"PID {pid} is a debugpy debuggee"
+    return pid, f"PID {pid} ({proc.name()}) is not running debugpy; attaching to it as it is"
+
+
+def debugpy_adapter_of(debuggee_pid: int, port: int) -> int | None:
+    """The PID of the debugpy adapter listening on ``port`` for this debuggee, if any."""
+    for conn in psutil.net_connections("tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port and conn.pid:
+            return int(conn.pid) if conn.pid != debuggee_pid else None
+    return None
+
+
+# --- Liveness and release --------------------------------------------------------------
+
+def process_state(pid: int, proc_root: Path = Path("/proc")) -> dict[str, str]:
+    """The ``State`` and ``TracerPid`` lines of /proc/PID/status (empty if it is gone)."""
+    try:
+        text = (proc_root / str(pid) / "status").read_text()
+    except OSError:
+        return {}
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    return {k: fields[k].strip() for k in ("State", "TracerPid") if k in fields}
+
+
+def ensure_running(pid: int) -> None:
+    """Send SIGCONT so that a stop left pending by a tracer cannot freeze the debuggee."""
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        return
+
+
+def exit_status(returncode: int) -> tuple[int | None, str | None]:
+    """Split a Popen return code into (exit code, signal name)."""
+    if returncode < 0:
+        return None, signal.Signals(-returncode).name
+    return returncode, None
+
+
+def default_python() -> str:
+    """The interpreter mixdbg itself runs on (it has debugpy, a dependency of mixdbg)."""
+    return sys.executable
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (safe for debugpy, which runs any code)."""
+    if host == "localhost":
+        return True
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except socket.gaierror:
+        return False
+    return all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+

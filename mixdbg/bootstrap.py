@@ -1,0 +1,86 @@
+"""First code the debuggee runs (``python -Xfrozen_modules=off bootstrap.py ...``).
+
+It runs inside the user's interpreter, before the user's script, and does four things:
+
+1. declares the permitted tracer (``prctl(PR_SET_PTRACER)``) so that gdb may attach under
+   Yama ``ptrace_scope=1`` without root (a no-op where Yama is absent);
+2. starts debugpy listening (``debugpy.listen``) and reports the real pid and port on the
+   status pipe as one JSON line;
+3. waits on the gate pipe until mixdbg has attached gdb and inserted every breakpoint (EOF,
+   i.e. mixdbg died, also opens the gate: the user's program always gets to run);
+4. runs the script or module exactly as ``python SCRIPT`` / ``python -m MODULE`` would.
+
+Usage: bootstrap.py STATUS_FD GATE_FD HOST PORT WAIT_FOR_CLIENT TRACER (script|module) TARGET [ARGS...]
+TRACER is a pid, or "any". Only the standard library and debugpy are used before step 4.
+"""
+
+import json
+import os
+import runpy
+import sys
+
+
+def _declare_tracer(tracer):
+    """Allow ``tracer`` (a pid, or None for any process) to attach under Yama scope 1."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, package_parent)
+    try:
+        from mixdbg.ptrace import set_ptracer
+    finally:
+        sys.path.remove(package_parent)
+    return set_ptracer(tracer)
+
+
+def _report(status_fd, message):
+    os.write(status_fd, (json.dumps(message) + "\n").encode())
+
+
+def _start_debugpy(host, port, status_fd):
+    """Listen for a DAP client; report the outcome on the status pipe."""
+    try:
+        import debugpy
+
+        bound_host, bound_port = debugpy.listen((host, port))
+    except Exception as err:  # reported to mixdbg, which words it for the user
+        _report(status_fd, {"error": "%s: %s" % (type(err).__name__, err)})
+        os._exit(69)
+    return bound_host, bound_port
+
+
+def _run_target(kind, target, args):
+    """Run the user's code as the interpreter itself would."""
+    if kind == "module":
+        sys.argv = [target] + args
+        sys.path.insert(0, "")
+        runpy._run_module_as_main(target, alter_argv=True)
+    else:
+        sys.argv = [target] + args
+        sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+        runpy.run_path(target, run_name="__main__")
+
+
+def main(argv):
+    status_fd, gate_fd = int(argv[0]), int(argv[1])
+    host, port, wait_for_client = argv[2], int(argv[3]), argv[4] == "1"
+    tracer = None if argv[5] == "any" else int(argv[5])
+    kind, target, args = argv[6], argv[7], argv[8:]
+    # Python put this file's directory first on sys.path; the user's code must not see it.
+    del sys.path[0]
+    ptracer_set = _declare_tracer(tracer)
+    bound_host, bound_port = _start_debugpy(host, port, status_fd)
+    _report(status_fd, {
+        "pid": os.getpid(), "host": bound_host, "port": bound_port,
+        "python": sys.executable, "ptracer": ptracer_set,
+    })
+    os.close(status_fd)
+    os.read(gate_fd, 1)
+    os.close(gate_fd)
+    if wait_for_client:
+        import debugpy
+
+        debugpy.wait_for_client()
+    _run_target(kind, target, args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

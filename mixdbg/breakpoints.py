@@ -1,0 +1,153 @@
+"""Breakpoint specs and their locations, as the user writes them and as gdb reports them.
+
+A spec is ``FUNCTION``, ``FILE:LINE``, or either followed by `` if CONDITION``. Function
+names are matched exactly (``--qualified``: ``randn`` does not match ``at::native::randn``)
+and every overload is included. Breakpoints are always created pending-capable (``-f``)
+so that they resolve when the library that defines them loads.
+
+A C++ function called through the PLT has a ``name@plt`` stub that gdb also matches; a stop
+there would be a second stop for one call. ``plt_locations`` finds those stubs so that the
+session can disable them each time gdb re-binds the breakpoint.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mixdbg.errors import UsageError
+from mixdbg.gdbmi import mi_quote
+
+_CONDITION = re.compile(r"^(?P<location>.*?)\s+if\s+(?P<condition>.+)$", re.DOTALL)
+_FILE_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+)$")
+
+
+@dataclass(frozen=True)
+class BreakSpec:
+    """A parsed breakpoint spec."""
+
+    text: str
+    location: str
+    condition: str | None
+    is_line: bool
+
+    def mi_insert(self) -> str:
+        """The ``-break-insert`` command that creates this breakpoint (pending if needed)."""
+        parts = ["-break-insert", "-f"]
+        if not self.is_line:
+            parts.append("--qualified")
+        if self.condition:
+            parts += ["-c", mi_quote(self.condition)]
+        parts.append(mi_quote(self.location))
+        return " ".join(parts)
+
+
+def parse_spec(text: str) -> BreakSpec:
+    """Parse ``FUNCTION``, ``FILE:LINE`` or either with `` if CONDITION``."""
+    stripped = text.strip()
+    if not stripped:
+        raise UsageError("empty breakpoint spec")
+    if "\n" in stripped or "\0" in stripped:
+        raise UsageError(f"breakpoint spec must be one line: {text!r}")
+    location, condition = stripped, None
+    match = _CONDITION.match(stripped)
+    if match:
+        location, condition = match.group("location").strip(), match.group("condition").strip()
+    if not location or location.startswith("if "):
+        raise UsageError(f"breakpoint spec has a condition but no location: {text!r}")
+    line_match = _FILE_LINE.match(location)
+    if line_match and int(line_match.group("line")) == 0:
+        raise UsageError(f"line numbers start at 1: {text!r}")
+    return BreakSpec(text=stripped, location=location, condition=condition, is_line=bool(line_match))
+
+
+@dataclass(frozen=True)
+class Location:
+    """One place a breakpoint resolved to."""
+
+    number: str
+    address: str | None
+    function: str | None
+    file: str | None
+    line: int | None
+    enabled: bool
+
+    @property
+    def is_plt(self) -> bool:
+        """Whether this is a PLT stub (``name@plt``), not a function body."""
+        return bool(self.function and "@plt" in self.function)
+
+    def to_json(self) -> dict[str, Any]:
+        """The location as it appears in ``breakpoint`` events."""
+        return {"address": self.address, "function": self.function, "file": self.file, "line": self.line}
+
+
+@dataclass
+class Breakpoint:
+    """A breakpoint the session owns: its spec, gdb's number, its current locations."""
+
+    number: int
+    spec: BreakSpec
+    locations: list[Location] = field(default_factory=list)
+    hits: int = 0
+
+    @property
+    def real_locations(self) -> list[Location]:
+        """Locations that are function bodies or lines (PLT stubs excluded)."""
+        return [loc for loc in self.locations if not loc.is_plt]
+
+    @property
+    def pending(self) -> bool:
+        """True until some loaded library defines the location."""
+        return not self.real_locations
+
+    def plt_to_disable(self) -> list[str]:
+        """Location numbers of PLT stubs that gdb currently has enabled."""
+        return [loc.number for loc in self.locations if loc.is_plt and loc.enabled]
+
+    def is_plt_hit(self, locno: str | None, function: str | None) -> bool:
+        """Whether a stop at ``locno`` (or in ``function``) is a PLT stub of this breakpoint."""
+        if function and "@plt" in function:
+            return True
+        return any(loc.is_plt and loc.number == f"{self.number}.{locno}" for loc in self.locations)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``breakpoint`` event body."""
+        return {
+            "id": self.number, "spec": self.spec.text, "condition": self.spec.condition,
+            "pending": self.pending, "locations": [loc.to_json() for loc in self.real_locations],
+        }
+
+
+def _function_of(raw: dict[str, Any]) -> str | None:
+    """gdb names a location by ``func`` (with debug info) or ``at="<name+off>"`` (without)."""
+    if raw.get("func"):
+        return str(raw["func"])
+    at = raw.get("at")
+    if at:
+        return str(at).strip("<>")
+    return None
+
+
+def _location(raw: dict[str, Any], number: str) -> Location:
+    line = raw.get("line")
+    address = raw.get("addr")
+    return Location(
+        number=number,
+        address=None if address in (None, "<PENDING>", "<MULTIPLE>") else str(address),
+        function=_function_of(raw),
+        file=raw.get("fullname") or raw.get("file"),
+        line=int(line) if line and str(line).isdigit() else None,
+        enabled=raw.get("enabled", "y") == "y",
+    )
+
+
+def locations_from_mi(bkpt: dict[str, Any]) -> list[Location]:
+    """All locations of an MI3 ``bkpt`` record (single, multiple, or none when pending)."""
+    if bkpt.get("pending") or bkpt.get("addr") == "<PENDING>":
+        return []
+    raw_locations = bkpt.get("locations")
+    if raw_locations:
+        return [_location(raw, str(raw.get("number"))) for raw in raw_locations]
+    return [_location(bkpt, f"{bkpt['number']}.1")]

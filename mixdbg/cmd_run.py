@@ -1,0 +1,237 @@
+"""The ``run``, ``attach`` and ``ps`` verbs: start or join a session and report its events."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any, Iterator
+
+from mixdbg import attach
+from mixdbg.breakpoints import BreakSpec, parse_spec
+from mixdbg.errors import UsageError
+from mixdbg.events import SessionStarted
+from mixdbg.output import Output
+from mixdbg.prompt import start_prompt
+from mixdbg.session import Session
+
+RUN_HELP = """\
+Run a Python script (or -m module) under debugpy and gdb at once.
+
+The script is held before its first line until gdb is attached and every breakpoint is
+inserted, so breakpoints in libraries loaded by 'import' (e.g. PyInit__C) always hit.
+Each stop is reported with one mixed stack: native frames and the Python frames that
+called them. Everything after SCRIPT (or -m MODULE) is passed to the script untouched.
+"""
+
+RUN_EPILOG = """\
+breakpoint specs (-b, repeatable):
+  FUNCTION              exact (qualified) name, all overloads: at::native::randn
+  FILE:LINE             a source line: my_ext.c:42 (needs debug info, see 'mixdbg doctor')
+  SPEC if CONDITION     evaluated by gdb in the debuggee: 'my_ext.c:42 if i == 10'
+
+examples:
+  mixdbg run -b PyInit__C -b THPModule_initExtension -b at::native::randn examples/testdebug.py
+  mixdbg run --json -b 'loop.c:12 if n > 3' train.py --epochs 1
+  mixdbg run --wait-for-client --port 0 -m pytest -k test_add
+
+At a terminal each stop opens a prompt (c, bt, p EXPR, break SPEC, detach, kill).
+Ctrl-C interrupts the debuggee and shows where it is; at the prompt it detaches.
+With --json or without a terminal, stops are printed and the debuggee continues.
+"""
+
+
+def register(verbs: "argparse._SubParsersAction[Any]") -> None:
+    """Add ``run``, ``attach`` and ``ps``."""
+    run = verbs.add_parser("run", help="launch a script under debugpy + gdb", description=RUN_HELP,
+                           epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _session_options(run)
+    run.add_argument("--host", default="127.0.0.1",
+                     help="address debugpy listens on (default 127.0.0.1)")
+    run.add_argument("--port", type=_port, default=5678,
+                     help="debugpy port (default 5678; 0 picks a free one)")
+    run.add_argument("--allow-remote", action="store_true",
+                     help="allow a --host other than loopback: anyone who reaches it can run code")
+    run.add_argument("--wait-for-client", action="store_true",
+                     help="also hold the script until a Python debugger (VS Code) attaches")
+    run.add_argument("--python", default=attach.default_python(),
+                     help="interpreter to run the script with (needs debugpy; default: mixdbg's)")
+    run.add_argument("-m", dest="module", action="store_true",
+                     help="run TARGET as a module, like python -m")
+    run.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
+                     help="the script (or module with -m) and its arguments")
+    run.set_defaults(func=_run)
+
+    att = verbs.add_parser("attach", help="attach gdb to a running debuggee",
+                           description="Attach gdb to a running Python process. PID may be the "
+                           "debuggee itself, its debugpy adapter, or VS Code's debugpy launcher: "
+                           "mixdbg finds the real debuggee and says which one it picked.",
+                           epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _session_options(att)
+    att.add_argument("pid", type=_pid, help="process id")
+    att.set_defaults(func=_attach)
+
+    ps = verbs.add_parser("ps", help="list Python processes and their debugpy roles",
+                          description="List Python processes with their role: debuggee, "
+                          "debugpy adapter, debugpy launcher, or other.")
+    ps.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    ps.set_defaults(func=_ps)
+
+
+def _session_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-b", "--break", dest="breaks", action="append", default=[], metavar="SPEC",
+                        help="native breakpoint (repeatable); see below")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON event per line on stdout, nothing else")
+    parser.add_argument("--gdb", default=None, help="gdb executable (default: $MIXDBG_GDB or gdb)")
+    parser.add_argument("--max-frames", type=_positive, default=128, help="frames per stack (default 128)")
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: '{text}'")
+    return int(text)
+
+
+def _pid(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"not a process id: '{text}'")
+    return int(text)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"not a positive number: '{text}'")
+    return int(text)
+
+
+def _target(args: argparse.Namespace) -> attach.Target:
+    remainder = list(args.target)
+    if remainder[:1] == ["--"]:
+        remainder = remainder[1:]
+    if not remainder:
+        raise UsageError("missing SCRIPT (or -m MODULE) to run")
+    return attach.Target("module" if args.module else "script", remainder[0], tuple(remainder[1:]))
+
+
+def _specs(args: argparse.Namespace) -> list[BreakSpec]:
+    return [parse_spec(text) for text in args.breaks]
+
+
+def _check_host(args: argparse.Namespace, output: Output) -> None:
+    if attach.is_loopback(args.host):
+        return
+    if not args.allow_remote:
+        raise UsageError(f"--host {args.host} is reachable from other machines; debugpy runs any code "
+                         "a client sends. Add --allow-remote if you really mean it")
+    output.warning(f"debugpy will listen on {args.host}:{args.port}: ANYONE who can reach this "
+                   "address can run any code as you. Use an SSH tunnel instead where you can.")
+
+
+def _interactive(args: argparse.Namespace) -> bool:
+    return not args.json and sys.stdin.isatty()
+
+
+def _run(args: argparse.Namespace) -> int:
+    target = _target(args)
+    specs = _specs(args)
+    output = Output(json_mode=args.json)
+    _check_host(args, output)
+    interactive = _interactive(args)
+    session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
+    with _signals(session, interactive):
+        try:
+            session.gdb.start()  # spawn first: gdb starts up while debugpy does
+            output.progress(f"starting {target.name} under debugpy on {args.host}:{args.port}")
+            debuggee = attach.launch(target, attach.LaunchOptions(
+                python=args.python, host=args.host, port=args.port, wait_for_client=args.wait_for_client,
+                tracer=os.getpid(), stdout=sys.stderr if args.json else None, stdin_devnull=interactive,
+            ))
+            session.start_gdb()
+            output.progress(f"attaching gdb to PID {debuggee.pid}")
+            session.attach(debuggee.pid, child=debuggee)
+            output.emit(SessionStarted(
+                pid=debuggee.pid, host=debuggee.host, port=debuggee.port,
+                adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port),
+                python=debuggee.python, target=" ".join((target.name, *target.args)),
+                gdb_pid=session.gdb.pid, how="launched"))
+            return _go(session, specs, interactive, release=debuggee.release,
+                       waiting=args.wait_for_client, output=output, port=debuggee.port)
+        finally:
+            session.close()
+
+
+def _attach(args: argparse.Namespace) -> int:
+    specs = _specs(args)
+    output = Output(json_mode=args.json)
+    pid, how = attach.resolve_debuggee(args.pid)
+    output.progress(how)
+    interactive = _interactive(args)
+    session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
+    with _signals(session, interactive):
+        try:
+            session.start_gdb()
+            session.attach(pid)
+            output.emit(SessionStarted(
+                pid=pid, host=None, port=None, adapter_pid=None,
+                python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(_cmdline(pid)),
+                gdb_pid=session.gdb.pid, how=how))
+            return _go(session, specs, interactive, release=None, waiting=False, output=output, port=None)
+        finally:
+            session.close()
+
+
+def _go(session: Session, specs: list[BreakSpec], interactive: bool, release: Any, waiting: bool,
+        output: Output, port: int | None) -> int:
+    """Insert the breakpoints, let the debuggee run, and process events until the end."""
+    for spec in specs:
+        session.add_breakpoint(spec)
+    session.resume()
+    if release is not None:
+        release()
+    if waiting:
+        output.progress(f"waiting for a Python debugger to attach to port {port}")
+    if interactive:
+        start_prompt(session, output)
+    return session.run()
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return [part.decode(errors="replace") for part in handle.read().split(b"\0") if part]
+    except OSError:
+        return []
+
+
+@contextmanager
+def _signals(session: Session, interactive: bool) -> Iterator[None]:
+    """While a session runs: Ctrl-C at a terminal interrupts the debuggee (a second one, at
+    the prompt, detaches); SIGINT without a terminal, SIGTERM and SIGHUP detach and exit."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if interactive and signum == signal.SIGINT and session.state == "running":
+            session.queue.put(lambda s: s.interrupt())
+        else:
+            session.queue.put(lambda s: s.detach(f"mixdbg received {name}", code=128 + signum))
+
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, on_signal) for signum in handled}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _ps(args: argparse.Namespace) -> int:
+    rows = [
+        {"pid": proc.pid, "role": role, "cmdline": " ".join(_cmdline(proc.pid))}
+        for proc, role in attach.python_processes()
+    ]
+    Output(json_mode=args.json).table(rows, columns=("pid", "role", "cmdline"))
+    return 0

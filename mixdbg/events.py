@@ -1,0 +1,102 @@
+"""The events a session reports, one record type each; ``--json`` prints ``to_json()``.
+
+The JSON format (one object per line on stdout) is documented in the README; every event
+has an ``event`` key naming its kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+from mixdbg.stack import MixedStack
+
+
+@dataclass(frozen=True)
+class SessionStarted:
+    """The debuggee is known and gdb is attached to it."""
+
+    pid: int
+    host: str | None
+    port: int | None
+    adapter_pid: int | None
+    python: str
+    target: str
+    gdb_pid: int
+    how: str  # "launched" or a sentence saying how an attach target was resolved
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"event": "session", "pid": self.pid, "host": self.host, "port": self.port,
+                "adapter_pid": self.adapter_pid, "python": self.python, "target": self.target,
+                "gdb_pid": self.gdb_pid, "how": self.how}
+
+
+@dataclass(frozen=True)
+class BreakpointChanged:
+    """A breakpoint was set, resolved, re-bound or deleted (``body`` from Breakpoint.to_json)."""
+
+    body: dict[str, Any]
+    deleted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        extra = {"deleted": True} if self.deleted else {}
+        return {"event": "breakpoint", **self.body, **extra}
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """The debuggee stopped: at a breakpoint, on a signal, or because it was interrupted."""
+
+    reason: str  # "breakpoint" | "signal" | "interrupt" | "step"
+    breakpoint: int | None
+    signal: str | None
+    thread: int | None
+    stack: MixedStack
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"event": "stopped", "reason": self.reason, "breakpoint": self.breakpoint,
+                "signal": self.signal, "thread": self.thread,
+                "frames": [frame.to_json() for frame in self.stack.frames],
+                "python_frames": self.stack.python_status}
+
+
+@dataclass(frozen=True)
+class Exited:
+    """The debuggee ended; ``code`` is its exit code, or ``signal`` the signal that ended it."""
+
+    code: int | None
+    signal: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"event": "exited", "code": self.code, "signal": self.signal}
+
+
+@dataclass(frozen=True)
+class Detached:
+    """mixdbg let go of the debuggee, which runs on."""
+
+    pid: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"event": "detached", "pid": self.pid, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know that is not an error (``level``: info or warning)."""
+
+    level: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"event": self.level, "message": self.message}
+
+
+Event = Union[SessionStarted, BreakpointChanged, Stopped, Exited, Detached, Notice]

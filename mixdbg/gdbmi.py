@@ -1,0 +1,275 @@
+"""The gdb process and the GDB/MI conversation with it.
+
+One reader thread reads gdb's output with ``os.read`` (never ``select`` + ``readline``, which
+strands records in Python's buffer), parses each line with pygdbmi's parser, and routes it:
+a result record (``^done``/``^error``/...) resolves the command that carried the same numeric
+token; every other record (``*stopped``, ``=library-loaded``, stream output, ...) goes to the
+``on_record`` callback in arrival order, so no stop is ever lost or mixed into an unrelated
+command's answer. Every wait has a timeout that raises our own error.
+
+This module knows nothing about debugpy, VS Code or Python stacks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from pygdbmi.gdbmiparser import parse_response
+
+from mixdbg.errors import DebuggerError, GdbExitedError, GdbTimeoutError, UnavailableError
+
+log = logging.getLogger(__name__)
+
+#: Default time to wait for an ordinary command's result.
+COMMAND_TIMEOUT = 30.0
+#: gdb reads whole symbol tables on attach and when libraries load (libtorch_cpu: seconds).
+SLOW_COMMAND_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class MiRecord:
+    """One parsed GDB/MI output record.
+
+    ``kind`` is ``result`` (``^``), ``async`` (``*`` exec and ``=`` notify records, which
+    pygdbmi does not tell apart), ``console`` (``~``), ``log`` (``&``), ``target`` (``@``)
+    or ``output`` (a non-MI line, e.g. the inferior's own output or gdb's stderr).
+    """
+
+    kind: str
+    message: str | None
+    payload: Any
+    token: int | None = None
+
+
+class GdbCommandError(DebuggerError):
+    """gdb answered a command with ``^error``; ``gdb_message`` is its text."""
+
+    def __init__(self, command: str, gdb_message: str) -> None:
+        super().__init__(f"gdb refused '{command}': {gdb_message}")
+        self.command = command
+        self.gdb_message = gdb_message
+
+
+@dataclass
+class _Pending:
+    """A command waiting for its result record."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    record: MiRecord | None = None
+
+
+_KIND_BY_PYGDBMI_TYPE = {
+    "result": "result",
+    "notify": "async",
+    "console": "console",
+    "log": "log",
+    "target": "target",
+    "output": "output",
+}
+
+
+def parse_line(line: str) -> MiRecord | None:
+    """Parse one line of gdb output; ``None`` for the ``(gdb)`` prompt and blank lines."""
+    if not line.strip() or line.strip() == "(gdb)":
+        return None
+    parsed = parse_response(line)
+    kind = _KIND_BY_PYGDBMI_TYPE.get(parsed.get("type", ""), "output")
+    return MiRecord(kind, parsed.get("message"), parsed.get("payload"), parsed.get("token"))
+
+
+def mi_quote(text: str) -> str:
+    """Quote ``text`` as one MI argument (a C string), whatever characters it holds."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def find_gdb(gdb: str | None = None) -> str:
+    """Resolve the gdb executable (``$MIXDBG_GDB``, then ``gdb`` on PATH) or fail clearly."""
+    name = gdb or os.environ.get("MIXDBG_GDB") or "gdb"
+    path = shutil.which(name)
+    if path is None:
+        raise UnavailableError(
+            f"gdb not found (looked for '{name}' on PATH)",
+            hint="install it, e.g. 'sudo apt-get install gdb', or point MIXDBG_GDB at it",
+        )
+    return path
+
+
+def gdb_environment() -> dict[str, str]:
+    """The environment for gdb: no PYTHONPATH/PYTHONHOME (gdb embeds its own Python),
+    and no debuginfod server (an unreachable one stalls every command for minutes)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["DEBUGINFOD_URLS"] = ""
+    return env
+
+
+class GdbMi:
+    """A gdb process driven over GDB/MI: send commands, receive async records.
+
+    ``on_record`` is called from the reader thread for every record that is not the result
+    of a command, and once with ``None`` when gdb's output ends (gdb exited). It must not
+    block for long.
+    """
+
+    def __init__(self, on_record: Callable[[MiRecord | None], None], gdb: str | None = None,
+                 extra_args: Sequence[str] = ()) -> None:
+        self._on_record = on_record
+        self._path = find_gdb(gdb)
+        self._extra_args = list(extra_args)
+        self._tokens = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self._exited = threading.Event()
+
+    @property
+    def pid(self) -> int:
+        """gdb's process id."""
+        assert self._proc is not None
+        return self._proc.pid
+
+    @property
+    def alive(self) -> bool:
+        """Whether gdb's output is still open (it has not exited)."""
+        return self._proc is not None and not self._exited.is_set()
+
+    def start(self) -> None:
+        """Start gdb in MI3 mode and the reader thread."""
+        args = [
+            self._path, "--nx", "--quiet", "--interpreter=mi3",
+            "-iex", "set debuginfod enabled off",
+            *self._extra_args,
+        ]
+        # start_new_session: a terminal Ctrl-C must not reach gdb (we interrupt through MI).
+        # restore_signals=False keeps Python's SIG_IGN for SIGPIPE in gdb, so gdb writing to
+        # a pipe whose reader (we) died gets EPIPE instead of dying mid-session with its
+        # breakpoint instructions still in the debuggee's memory.
+        self._proc = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=gdb_environment(), start_new_session=True, restore_signals=False,
+        )
+        self._reader = threading.Thread(target=self._read_loop, name="gdb-reader", daemon=True)
+        self._reader.start()
+
+    def command(self, command: str, timeout: float = COMMAND_TIMEOUT) -> dict[str, Any]:
+        """Send one MI command and return its result payload; raise on ``^error``/timeout."""
+        record = self._send(command, timeout)
+        if record.message == "error":
+            payload = record.payload or {}
+            raise GdbCommandError(command, str(payload.get("msg", "unknown error")))
+        result: dict[str, Any] = record.payload or {}
+        return result
+
+    def console(self, command: str, timeout: float = COMMAND_TIMEOUT) -> dict[str, Any]:
+        """Run a gdb CLI command through MI (``-interpreter-exec console``)."""
+        return self.command(f"-interpreter-exec console {mi_quote(command)}", timeout)
+
+    def _send(self, command: str, timeout: float) -> MiRecord:
+        if self._proc is None or self._proc.stdin is None:
+            raise GdbExitedError("gdb is not running")
+        token = next(self._tokens)
+        pending = _Pending()
+        with self._lock:
+            if self._exited.is_set():
+                raise GdbExitedError(f"gdb exited before '{command}' could be sent")
+            self._pending[token] = pending
+            try:
+                self._proc.stdin.write(f"{token}{command}\n".encode())
+                self._proc.stdin.flush()
+            except (BrokenPipeError, ValueError) as err:
+                self._pending.pop(token, None)
+                raise GdbExitedError(f"gdb exited before '{command}' could be sent") from err
+        if not pending.done.wait(timeout):
+            with self._lock:
+                self._pending.pop(token, None)
+            raise GdbTimeoutError(f"gdb did not answer '{command}' within {timeout:.0f} s")
+        if pending.record is None:
+            raise GdbExitedError(f"gdb exited while running '{command}'")
+        return pending.record
+
+    def _read_loop(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        buffer = b""
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for raw in lines:
+                self._dispatch(raw.decode("utf-8", "replace").rstrip("\r"))
+        self._finish()
+
+    def _dispatch(self, line: str) -> None:
+        try:
+            record = parse_line(line)
+        except Exception:  # noqa: BLE001 - one unparseable line must not kill the reader
+            log.warning("unparseable gdb output: %r", line)
+            record = MiRecord("output", None, line)
+        if record is None:
+            return
+        if record.kind == "result" and record.token is not None:
+            with self._lock:
+                pending = self._pending.pop(record.token, None)
+            if pending is not None:
+                pending.record = record
+                pending.done.set()
+                return
+        self._on_record(record)
+
+    def _finish(self) -> None:
+        with self._lock:
+            self._exited.set()
+            waiting = list(self._pending.values())
+            self._pending.clear()
+        for pending in waiting:
+            pending.done.set()
+        self._on_record(None)
+
+    def wait_exit(self, timeout: float) -> bool:
+        """Wait for gdb to exit; True if it did."""
+        if self._proc is None:
+            return True
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        self._exited.wait(timeout)
+        return True
+
+    def quit(self, timeout: float = 10.0) -> None:
+        """End gdb gracefully: ``-gdb-exit`` (gdb detaches what it is attached to), then
+        close its stdin (EOF also makes it quit and detach), and only as a last resort,
+        when it ignores both, SIGTERM and finally SIGKILL."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        try:
+            self._send("-gdb-exit", timeout)
+        except DebuggerError as err:
+            log.info("gdb did not take -gdb-exit: %s", err)
+        if self._proc.stdin is not None:
+            try:
+                self._proc.stdin.close()
+            except OSError as err:
+                log.info("closing gdb's stdin: %s", err)
+        if self.wait_exit(timeout):
+            return
+        log.warning("gdb (pid %d) did not exit; sending SIGTERM", self._proc.pid)
+        self._proc.send_signal(signal.SIGTERM)
+        if not self.wait_exit(5.0):
+            log.warning("gdb (pid %d) ignored SIGTERM; killing it", self._proc.pid)
+            self._proc.kill()
+            self.wait_exit(5.0)

@@ -1,0 +1,107 @@
+"""Where session events and messages go: human text, or one JSON object per line.
+
+In JSON mode stdout carries events only; everything for people goes to stderr. In human
+mode events go to stdout (like gdb's own output) and progress and warnings to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, SessionStarted, Stopped
+from mixdbg.stack import format_stack
+
+
+class Output:
+    """Renders events for people or for tools; ``prompt`` is printed after stops if set."""
+
+    def __init__(self, json_mode: bool) -> None:
+        self.json_mode = json_mode
+        self.prompt: str | None = None
+
+    def emit(self, event: Event) -> None:
+        """Report one event."""
+        if self.json_mode:
+            print(json.dumps(event.to_json()), flush=True)
+            return
+        if isinstance(event, Notice):
+            print(f"mixdbg: {event.level}: {event.message}", file=sys.stderr, flush=True)
+            return
+        print("\n".join(human(event)), flush=True)
+        if isinstance(event, Stopped) and self.prompt:
+            self.show_prompt()
+
+    def show_prompt(self) -> None:
+        """Print the interactive prompt (no newline)."""
+        print(self.prompt, end="", flush=True)
+
+    def progress(self, message: str) -> None:
+        """A step of a slow operation, for people only."""
+        if not self.json_mode:
+            print(f"mixdbg: {message}...", file=sys.stderr, flush=True)
+
+    def warning(self, message: str) -> None:
+        """A warning, as a ``warning`` event in JSON mode."""
+        self.emit(Notice("warning", message))
+
+    def table(self, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
+        """Print rows as aligned columns, or as one JSON document."""
+        if self.json_mode:
+            print(json.dumps(list(rows)), flush=True)
+            return
+        widths = [max([len(c)] + [len(str(row[c])) for row in rows]) for c in columns[:-1]]
+        header = [c.upper().ljust(w) for c, w in zip(columns, widths)] + [columns[-1].upper()]
+        print("  ".join(header))
+        for row in rows:
+            cells = [str(row[c]).ljust(w) for c, w in zip(columns, widths)] + [str(row[columns[-1]])]
+            print("  ".join(cells))
+
+
+def human(event: Event) -> list[str]:
+    """The lines a person sees for an event."""
+    if isinstance(event, SessionStarted):
+        where = f"; debugpy on {event.host}:{event.port}" if event.port else ""
+        adapter = f" (adapter PID {event.adapter_pid})" if event.adapter_pid else ""
+        return [f"mixdbg: debugging PID {event.pid}: {event.target}{where}{adapter}; gdb PID {event.gdb_pid}"]
+    if isinstance(event, BreakpointChanged):
+        return [_breakpoint_line(event.body, event.deleted)]
+    if isinstance(event, Stopped):
+        return ["", _stop_header(event), *format_stack(event.stack)]
+    if isinstance(event, Exited):
+        how = f"exited with code {event.code}" if event.signal is None else f"was killed by {event.signal}"
+        return [f"mixdbg: the debuggee {how}"]
+    if isinstance(event, Detached):
+        return [f"mixdbg: detached from PID {event.pid} ({event.reason}); it runs on"]
+    return [f"mixdbg: {event.level}: {event.message}"]
+
+
+def _breakpoint_line(body: dict[str, Any], deleted: bool) -> str:
+    head = f"breakpoint {body['id']} ({body['spec']})"
+    if deleted:
+        return f"{head}: deleted"
+    if body["pending"]:
+        return f"{head}: pending until a library defines it"
+    places = [_place(loc) for loc in body["locations"]]
+    shown = ", ".join(places[:3]) + (f", and {len(places) - 3} more" if len(places) > 3 else "")
+    return f"{head}: {len(places)} location(s): {shown}"
+
+
+def _place(location: dict[str, Any]) -> str:
+    function = location.get("function") or location.get("address")
+    if location.get("file") and location.get("line"):
+        return f"{function} at {Path(location['file']).name}:{location['line']}"
+    return str(function)
+
+
+def _stop_header(event: Stopped) -> str:
+    thread = f" in thread {event.thread}" if event.thread is not None else ""
+    if event.reason == "breakpoint":
+        return f"stopped at breakpoint {event.breakpoint}{thread}:"
+    if event.reason == "signal":
+        return f"stopped: signal {event.signal}{thread}:"
+    if event.reason == "interrupt":
+        return f"interrupted{thread}:"
+    return f"stopped{thread}:"

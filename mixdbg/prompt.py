@@ -1,0 +1,85 @@
+"""The small interactive prompt shown at stops when mixdbg runs at a terminal.
+
+A daemon thread reads lines from stdin and turns each into an action on the session's
+queue; the session thread runs it. The prompt never touches gdb itself.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import threading
+from typing import Callable
+
+from mixdbg.breakpoints import parse_spec
+from mixdbg.errors import UsageError
+from mixdbg.output import Output
+from mixdbg.session import Session
+from mixdbg.stack import format_stack
+
+HELP = """\
+  c, continue        let the debuggee run
+  bt, backtrace      the full mixed stack of the stopped thread
+  p, print EXPR      evaluate a C/C++ expression in the stopped frame
+  b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, ... if COND)
+  delete N           delete breakpoint N
+  detach, q, quit    end mixdbg; the debuggee runs on
+  kill               end the debuggee
+"""
+
+
+def start_prompt(session: Session, output: Output) -> None:
+    """Read commands from stdin on a thread; post them to the session as actions."""
+    output.prompt = "(mixdbg) "
+    thread = threading.Thread(target=_read, args=(session, output), name="prompt", daemon=True)
+    thread.start()
+
+
+def _read(session: Session, output: Output) -> None:
+    for line in sys.stdin:
+        session.queue.put(_action(line.strip(), output))
+    session.queue.put(lambda s: s.detach("end of input at the prompt"))
+
+
+def _action(line: str, output: Output) -> Callable[[Session], None]:
+    def run(session: Session) -> None:
+        try:
+            _dispatch(session, line, output)
+        except UsageError as err:
+            print(f"mixdbg: {err.message}", flush=True)
+        if session.state == "stopped":
+            output.show_prompt()
+    return run
+
+
+def _dispatch(session: Session, line: str, output: Output) -> None:
+    verb, _, rest = line.partition(" ")
+    rest = rest.strip()
+    if verb in ("", "help", "h", "?"):
+        print(HELP if verb else "", end="", flush=True)
+    elif verb in ("detach", "q", "quit"):
+        session.detach("detached at the prompt")
+    elif verb == "kill":
+        session.kill()
+    elif verb in ("b", "break"):
+        session.add_breakpoint(parse_spec(rest))
+    elif verb == "delete":
+        session.delete_breakpoint(_number(rest))
+    elif session.state != "stopped":
+        raise UsageError("the debuggee is running (Ctrl-C interrupts it)")
+    elif verb in ("c", "continue"):
+        session.resume()
+    elif verb in ("bt", "backtrace"):
+        print("\n".join(format_stack(session.mixed_stack(), collapse_interpreter=False)), flush=True)
+    elif verb in ("p", "print"):
+        if not rest:
+            raise UsageError("print what? (p EXPR)")
+        print(session.evaluate(rest), flush=True)
+    else:
+        raise UsageError(f"unknown command {shlex.quote(verb)} (type 'help')")
+
+
+def _number(text: str) -> int:
+    if not text.isdigit():
+        raise UsageError(f"expected a breakpoint number, got {text!r}")
+    return int(text)

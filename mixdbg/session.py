@@ -1,0 +1,356 @@
+"""One debugging session: gdb attached to one debuggee, its breakpoints and its stops.
+
+Everything that touches gdb happens on the thread that calls ``run``: gdb's reader thread,
+signal handlers, the interactive prompt and the control socket only put items on one
+queue (a ``SimpleQueue``, whose ``put`` is safe even inside a signal handler). Items are
+MI records (``None`` when gdb's output ends) or actions, ``Callable[[Session], None]``.
+
+The debuggee's fate is the user's: every way out of ``run`` (its end, a detach, a signal,
+gdb dying, a bug) goes through ``close``, which detaches gdb and leaves the debuggee
+running unless the user asked to kill it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Union
+
+from mixdbg import attach, ptrace, stack
+from mixdbg.breakpoint_repair import restore_breakpoint_bytes
+from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
+from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
+from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, Stopped
+from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, MiRecord, mi_quote
+
+log = logging.getLogger(__name__)
+
+Action = Callable[["Session"], None]
+QueueItem = Union[MiRecord, None, Action]
+
+HELPER_SCRIPT = Path(__file__).with_name("gdb_helper.py")
+CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL"})
+#: Time allowed for gdb to report a stop after an interrupt, and to detach.
+STOP_TIMEOUT = 10.0
+
+
+class SessionEnded(Exception):
+    """Raised inside the loop to leave it; carries the exit code for ``run``."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Session:
+    """A gdb attached to one debuggee.
+
+    ``emit`` receives every event. With ``auto_continue`` each stop is reported and the
+    debuggee resumed at once; otherwise it stays stopped until an action resumes it.
+    """
+
+    def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
+                 gdb: str | None = None, max_frames: int = 128) -> None:
+        self.emit = emit
+        self.auto_continue = auto_continue
+        self.max_frames = max_frames
+        self.queue: queue.SimpleQueue[QueueItem] = queue.SimpleQueue()
+        self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
+        self.breakpoints: dict[int, Breakpoint] = {}
+        self.pid: int | None = None
+        self.state = "detached"  # "running" | "stopped" | "detached" | "exited"
+        self.exit_code: int | None = None
+        self.last_stop: Stopped | None = None
+        self._child: attach.Debuggee | None = None
+        self._quitting = False
+        self._internal_interrupts = 0
+        self._scratch = Path(tempfile.mkdtemp(prefix="mixdbg-"))
+
+    # --- setting up -------------------------------------------------------------------
+
+    def start_gdb(self) -> None:
+        """Start gdb and put it in the mode mixdbg relies on."""
+        self.gdb.start()
+        for command in ("-gdb-set mi-async on", "-gdb-set pagination off", "-gdb-set confirm off",
+                        "-gdb-set breakpoint pending on", "-gdb-set print thread-events off"):
+            self.gdb.command(command)
+        # Python ignores SIGPIPE itself; gdb's default would stop on every one.
+        self.gdb.console("handle SIGPIPE nostop noprint pass")
+        self.gdb.console(f"source {HELPER_SCRIPT}")
+
+    def attach(self, pid: int, child: attach.Debuggee | None = None) -> None:
+        """Attach gdb to ``pid``; on refusal raise the precise cause from the ptrace module."""
+        self.pid = pid
+        self._child = child
+        try:
+            self.gdb.command(f"-target-attach {pid}", SLOW_COMMAND_TIMEOUT)
+        except GdbCommandError as err:
+            raise ptrace.explain_attach_failure(err.gdb_message, pid) from err
+        self._pump_until(lambda: self.state == "stopped", SLOW_COMMAND_TIMEOUT, "the attach")
+        self._load_interpreter_script(pid)
+
+    def _load_interpreter_script(self, pid: int) -> None:
+        """Source the interpreter's own gdb script so stops can show Python frames."""
+        executable = os.path.realpath(f"/proc/{pid}/exe")
+        scripts = stack.interpreter_gdb_scripts(executable, _libpython_paths(pid))
+        if not scripts:
+            self.emit(Notice("warning", f"no gdb script found for {executable}: stops will show "
+                                        "native frames only (see 'mixdbg doctor')"))
+            return
+        try:
+            self.gdb.console(f"source {scripts[0]}")
+        except GdbCommandError as err:
+            self.emit(Notice("warning", f"could not load {scripts[0]}: {err.gdb_message}"))
+
+    def add_breakpoint(self, spec: BreakSpec) -> Breakpoint:
+        """Create a breakpoint (pending until a library defines it) and report it."""
+        try:
+            result = self.gdb.command(spec.mi_insert(), SLOW_COMMAND_TIMEOUT)
+        except GdbCommandError as err:
+            raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
+        bkpt = result["bkpt"]
+        breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
+        self.breakpoints[breakpoint.number] = breakpoint
+        self._disable_plt(breakpoint)
+        self.emit(BreakpointChanged(breakpoint.to_json()))
+        return breakpoint
+
+    def delete_breakpoint(self, number: int) -> None:
+        """Delete one of the session's breakpoints."""
+        breakpoint = self.breakpoints.pop(number, None)
+        if breakpoint is None:
+            raise UsageError(f"no breakpoint {number}")
+        self.gdb.command(f"-break-delete {number}")
+        self.emit(BreakpointChanged(breakpoint.to_json(), deleted=True))
+
+    def _disable_plt(self, breakpoint: Breakpoint) -> None:
+        stubs = breakpoint.plt_to_disable()
+        if stubs:
+            self.gdb.command("-break-disable " + " ".join(stubs))
+            breakpoint.locations = [
+                loc if loc.number not in stubs else type(loc)(**{**loc.__dict__, "enabled": False})
+                for loc in breakpoint.locations
+            ]
+
+    # --- running ----------------------------------------------------------------------
+
+    def resume(self) -> None:
+        """Let the debuggee run."""
+        if self.state == "stopped":
+            self.gdb.command("-exec-continue")
+            self.state = "running"
+
+    def interrupt(self, internal: bool = False) -> None:
+        """Stop the debuggee (a user interrupt is reported as a stop; an internal one not)."""
+        if self.state != "running":
+            return
+        if internal:
+            self._internal_interrupts += 1
+        self.gdb.command("-exec-interrupt")
+
+    def run(self) -> int:
+        """Process records and actions until the session ends; return the exit code."""
+        try:
+            while True:
+                self._handle(self.queue.get())
+        except SessionEnded as end:
+            return end.code
+
+    def _pump_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+        """Process queue items until ``done()``; raise if that takes longer than ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DebuggerError(f"gdb did not finish {what} within {timeout:.0f} s")
+            try:
+                item = self.queue.get(timeout=min(remaining, 1.0))
+            except queue.Empty:
+                continue
+            self._handle(item, reporting=False)
+
+    def _handle(self, item: QueueItem, reporting: bool = True) -> None:
+        if item is None:
+            self._gdb_died()
+        elif isinstance(item, MiRecord):
+            if item.kind == "async":
+                self._on_async(item, reporting)
+            elif item.kind in ("log", "output"):
+                log.debug("gdb: %s", item.payload)
+        else:
+            item(self)
+
+    def _on_async(self, record: MiRecord, reporting: bool) -> None:
+        payload: dict[str, Any] = record.payload or {}
+        if record.message == "running":
+            self.state = "running"
+        elif record.message == "stopped":
+            self.state = "stopped"
+            self._on_stopped(payload, reporting)
+        elif record.message == "breakpoint-modified":
+            self._on_breakpoint_modified(payload["bkpt"])
+        elif record.message == "thread-group-exited" and "exit-code" in payload:
+            self._finish(int(payload["exit-code"], 8), None)
+
+    def _on_breakpoint_modified(self, bkpt: dict[str, Any]) -> None:
+        breakpoint = self.breakpoints.get(int(bkpt["number"]))
+        if breakpoint is None:
+            return
+        before = breakpoint.to_json()
+        breakpoint.locations = locations_from_mi(bkpt)
+        self._disable_plt(breakpoint)
+        if breakpoint.to_json() != before:
+            self.emit(BreakpointChanged(breakpoint.to_json()))
+
+    def _on_stopped(self, payload: dict[str, Any], reporting: bool) -> None:
+        reason = payload.get("reason", "")
+        if reason == "exited-normally":
+            self._finish(0, None)
+        elif reason == "exited":
+            self._finish(int(payload.get("exit-code", "0"), 8), None)
+        elif reason == "exited-signalled":
+            self._finish(None, str(payload.get("signal-name")))
+        elif not reporting:
+            return
+        elif reason == "breakpoint-hit":
+            self._on_breakpoint_hit(payload)
+        elif reason == "signal-received" and self._internal_interrupts and payload.get("signal-name") == "SIGINT":
+            self._internal_interrupts -= 1
+        elif reason == "signal-received":
+            name = str(payload.get("signal-name"))
+            self._report("interrupt" if name == "SIGINT" else "signal", None, None if name == "SIGINT" else name, payload)
+        elif reason in ("end-stepping-range", "function-finished", "location-reached"):
+            self._report("step", None, None, payload)
+        elif reason == "" and self._internal_interrupts:
+            self._internal_interrupts -= 1
+
+    def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
+        number = int(payload.get("bkptno", 0))
+        breakpoint = self.breakpoints.get(number)
+        function = (payload.get("frame") or {}).get("func")
+        if breakpoint is None or breakpoint.is_plt_hit(payload.get("locno"), function):
+            self.resume()  # a PLT stub or a breakpoint that is not ours: never a user stop
+            return
+        breakpoint.hits += 1
+        self._report("breakpoint", number, None, payload)
+
+    def _report(self, reason: str, breakpoint: int | None, signal_name: str | None,
+                payload: dict[str, Any]) -> None:
+        thread = payload.get("thread-id")
+        stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
+                          thread=int(thread) if thread and str(thread).isdigit() else None,
+                          stack=self.mixed_stack())
+        self.last_stop = stopped
+        self.emit(stopped)
+        if self.auto_continue:
+            self.resume()
+
+    def mixed_stack(self) -> stack.MixedStack:
+        """The selected thread's mixed Python + native stack (the debuggee must be stopped)."""
+        out = self._scratch / "stack.json"
+        self.gdb.console(f"mixdbg-stack {out} {self.max_frames}", SLOW_COMMAND_TIMEOUT)
+        data: dict[str, Any] = json.loads(out.read_text())
+        return stack.from_helper(data)
+
+    def evaluate(self, expression: str) -> str:
+        """Evaluate a C/C++ expression in the selected frame (the debuggee must be stopped)."""
+        if self.state != "stopped":
+            raise UsageError("the debuggee is running; expressions need it stopped")
+        try:
+            result = self.gdb.command(f"-data-evaluate-expression {mi_quote(expression)}")
+        except GdbCommandError as err:
+            return f"error: {err.gdb_message}"
+        return str(result.get("value", ""))
+
+    # --- ending -----------------------------------------------------------------------
+
+    def _finish(self, code: int | None, signal_name: str | None) -> None:
+        if self.state == "exited":
+            return
+        self.state = "exited"
+        if self._child is not None:
+            code, signal_name = attach.exit_status(self._child.process.wait())
+        self.emit(Exited(code=code, signal=signal_name))
+        self.warn_unresolved()
+        self.exit_code = code if code is not None else 128 + signal.Signals[str(signal_name)].value
+        raise SessionEnded(self.exit_code)
+
+    def warn_unresolved(self) -> None:
+        """Tell the user about breakpoints no loaded library ever defined (likely typos)."""
+        for breakpoint in self.breakpoints.values():
+            if breakpoint.pending:
+                self.emit(Notice("warning", f"breakpoint {breakpoint.number} ({breakpoint.spec.text}) "
+                                            "never resolved: no loaded library defines it"))
+
+    def _gdb_died(self) -> None:
+        if self._quitting or self.state in ("exited", "detached"):
+            return
+        self.state = "detached"
+        restored = restore_breakpoint_bytes(self.pid) if self.pid else 0
+        if self.pid:
+            attach.ensure_running(self.pid)
+        raise GdbExitedError(
+            f"gdb (pid {self.gdb.pid}) died; the debuggee (pid {self.pid}) runs on "
+            f"({restored} breakpoint byte(s) restored)")
+
+    def detach(self, reason: str, code: int = 0) -> None:
+        """Action: let go of the debuggee (it runs on) and end the session with ``code``."""
+        self._release(kill=False)
+        if self.pid is not None:
+            self.emit(Detached(pid=self.pid, reason=reason))
+        raise SessionEnded(code)
+
+    def kill(self) -> None:
+        """Action: the user asked to end the debuggee."""
+        if self.pid is not None:
+            os.kill(self.pid, signal.SIGKILL)
+        if self.state == "stopped":
+            self.gdb.command("-exec-continue")
+
+    def _release(self, kill: bool) -> None:
+        """Detach gdb (interrupting first if needed) and make sure the debuggee runs."""
+        if self.gdb.alive and self.state in ("running", "stopped"):
+            try:
+                if self.state == "running":
+                    self._internal_interrupts += 1
+                    self.gdb.command("-exec-interrupt")
+                    self._pump_until(lambda: self.state != "running", STOP_TIMEOUT, "the interrupt")
+                if self.state == "stopped":
+                    self.gdb.command("-target-detach", STOP_TIMEOUT)
+            except (DebuggerError, SessionEnded) as err:
+                log.warning("detaching cleanly failed (%s); gdb's exit will detach", err)
+        self.state = "detached" if self.state != "exited" else "exited"
+        if kill and self.pid is not None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        """End the session on any path: detach, quit gdb, make sure the debuggee runs."""
+        self._quitting = True
+        try:
+            self._release(kill=False)
+        finally:
+            self.gdb.quit()
+            if self._child is not None:
+                self._child.release()
+            if self.pid is not None and self.state != "exited":
+                attach.ensure_running(self.pid)
+            for leftover in self._scratch.iterdir():
+                leftover.unlink()
+            self._scratch.rmdir()
+
+
+def _libpython_paths(pid: int) -> list[str]:
+    """Paths of libpython mapped into the process (for a shared-library interpreter)."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return []
+    found = {line.split()[-1] for line in maps.splitlines() if "/libpython" in line}
+    return sorted(found)
+
