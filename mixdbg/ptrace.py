@@ -254,7 +254,9 @@ def target_facts(pid: int, proc_root: Path = Path("/proc"), probe: Probe = os.ki
     except PermissionError:
         exists, signal_denied = True, True
     status = _status(proc_root, pid)
-    ours = tracing_facts(proc_root)
+    ours = _status(proc_root, "self")
+    our_uid = (_ints(ours.get("Uid")) or (os.getuid(),))[0]
+    our_pid = (_ints(ours.get("Pid")) or (os.getpid(),))[0]
     uids = _ints(status.get("Uid"))
     tracer = (_ints(status.get("TracerPid")) or (0,))[0]
     return TargetFacts(
@@ -265,8 +267,8 @@ def target_facts(pid: int, proc_root: Path = Path("/proc"), probe: Probe = os.ki
         state=status.get("State"),
         uids=uids,
         # __ptrace_may_access: our real uid must equal the target's real, effective and saved uid.
-        same_uid=all(u == ours.uid for u in uids[:3]) if len(uids) >= 3 else None,
-        descendant=_descends_from(pid, ours.pid, proc_root),
+        same_uid=all(u == our_uid for u in uids[:3]) if len(uids) >= 3 else None,
+        descendant=_descends_from(pid, our_pid, proc_root),
         tracer_pid=tracer,
         tracer_name=_status(proc_root, tracer).get("Name") if tracer else None,
     )
@@ -436,7 +438,7 @@ def _is_ptrace_denial(message: str) -> bool:
 
 
 def explain_attach_failure(gdb_message: str, pid: int, proc_root: Path = Path("/proc"),
-                           probe: Probe = os.kill) -> MixdbgError:
+                           probe: Probe = os.kill, fs_root: Path = Path("/")) -> MixdbgError:
     """Turn gdb's raw attach error into our exception: the precise cause in one line, fixes in the hint.
 
     The text is classified (no such process, zombie, already traced, ptrace denial) and joined
@@ -444,7 +446,7 @@ def explain_attach_failure(gdb_message: str, pid: int, proc_root: Path = Path("/
     device" is the same refusal). The caller raises what it gets.
     """
     target = target_facts(pid, proc_root, probe)
-    facts = tracing_facts(proc_root)
+    facts = tracing_facts(proc_root, fs_root)
     text = gdb_message.lower()
     traced = _ALREADY_TRACED.search(gdb_message)
     # gdb's message may be newer than /proc (the process may have gone or been detached since).
@@ -541,26 +543,22 @@ def _run_sudo(argv: list[str], stdin_text: str | None, timeout: float) -> str | 
     return None
 
 
-def _privileged(path: Path, text: str | None, euid: int, timeout: float) -> tuple[str | None, str | None]:
-    """Write ``text`` to ``path`` (or remove it when None): directly, else via ``sudo -n``.
+def _privileged(path: Path, text: str | None, privileged: bool, timeout: float) -> tuple[str | None, str | None]:
+    """Write ``text`` to ``path`` (or remove it when None): directly when ``privileged``, else by ``sudo -n``.
 
-    Returns (method, error). Only a permission error falls back to sudo, and not for root:
-    read-only mounts and EINVAL (scope 3) cannot be cured by sudo.
+    Returns (method, error), exactly one of them None.
     """
+    if not privileged:
+        error = _run_sudo(["rm", "-f", str(path)] if text is None else ["tee", str(path)], text, timeout)
+        return (None, error) if error else ("sudo", None)
     try:
         if text is None:
             path.unlink(missing_ok=True)
         else:
             path.write_text(text)
-        return "direct", None
-    except PermissionError as err:
-        if euid == 0:
-            return None, f"{path}: {err.strerror}"
-    except OSError as err:
+    except OSError as err:  # EROFS, or EINVAL: the kernel refuses to lower scope 3
         return None, f"{path}: {err.strerror}"
-    argv = ["rm", "-f", str(path)] if text is None else ["tee", str(path)]
-    error = _run_sudo(argv, text, timeout)
-    return (None, error) if error else ("sudo", None)
+    return "direct", None
 
 
 def _write_command(path: Path, text: str | None) -> str:
@@ -576,6 +574,7 @@ def fix_scope(persist: bool = False, proc_root: Path = Path("/proc"), etc_root: 
 
     As root (or with CAP_SYS_PTRACE) the file is written directly, otherwise through
     ``sudo -n``, which never prompts; when neither works the result carries the exact commands.
+    Inside a container (/proc/sys read-only) nothing is attempted: the setting is the host's.
     ``persist`` also writes ``etc_root/sysctl.d/60-mixdbg-ptrace.conf``; without it the change
     ends at reboot. Scope 3 is never "fixed": the kernel refuses every change until reboot.
     """
@@ -589,13 +588,13 @@ def fix_scope(persist: bool = False, proc_root: Path = Path("/proc"), etc_root: 
         return ScopeChange(LOCKED, 3, 3, None, None, state,
                            lock_sources=scope_lock_sources(proc_root, etc_root))
     scope_path = proc_root / SCOPE_FILE
-    todo: list[tuple[Path, str]] = [] if scope == 0 else [(scope_path, "0\n")]
+    todo: list[tuple[Path, str | None]] = [] if scope == 0 else [(scope_path, "0\n")]
     todo += [(dropin, _DROPIN_TEXT)] if persist else []
     if scope is not None and scope != 0:
         # Saved before writing: if we die in between, --restore still knows the old value.
         state.parent.mkdir(parents=True, exist_ok=True)
         state.write_text(f"{scope}\n")
-    return _apply(list(todo), facts, state, scope, 0, dropin if persist else None, sudo_timeout)
+    return _apply(todo, facts, state, scope, 0, dropin if persist else None, sudo_timeout)
 
 
 def restore_scope(proc_root: Path = Path("/proc"), etc_root: Path = Path("/etc"),
@@ -631,8 +630,14 @@ def _apply(todo: list[tuple[Path, str | None]], facts: TracingFacts, state: Path
     errors: list[str] = []
     commands: list[str] = []
     current = before
+    privileged = facts.euid == 0 or facts.cap_sys_ptrace
     for path, text in todo:
-        method, error = _privileged(path, text, facts.euid, timeout)
+        method: str | None
+        error: str | None
+        if facts.proc_sys_read_only and path.name == SCOPE_FILE.name:
+            method, error = None, "/proc/sys is read-only here (a container): Yama is set on the host"
+        else:
+            method, error = _privileged(path, text, privileged, timeout)
         if method:
             methods.append(method)
             current = wanted if path.name == SCOPE_FILE.name else current
