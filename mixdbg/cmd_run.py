@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, Iterator
 
-from mixdbg import attach
+from mixdbg import attach, control
 from mixdbg.breakpoints import BreakSpec, parse_spec
 from mixdbg.errors import UsageError
 from mixdbg.events import SessionStarted
@@ -158,8 +158,8 @@ def _run(args: argparse.Namespace) -> int:
                 adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port),
                 python=debuggee.python, target=" ".join((target.name, *target.args)),
                 gdb_pid=session.gdb.pid, how="launched"))
-            return _go(session, specs, interactive, release=debuggee.release,
-                       waiting=args.wait_for_client, output=output, port=debuggee.port)
+            return _go(session, specs, interactive, release=debuggee.release, waiting=args.wait_for_client,
+                       output=output, port=debuggee.port, target=" ".join((target.name, *target.args)))
         finally:
             session.close()
 
@@ -179,13 +179,14 @@ def _attach(args: argparse.Namespace) -> int:
                 pid=pid, host=None, port=None, adapter_pid=None,
                 python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(_cmdline(pid)),
                 gdb_pid=session.gdb.pid, how=how))
-            return _go(session, specs, interactive, release=None, waiting=False, output=output, port=None)
+            return _go(session, specs, interactive, release=None, waiting=False, output=output, port=None,
+                       target=" ".join(_cmdline(pid)))
         finally:
             session.close()
 
 
 def _go(session: Session, specs: list[BreakSpec], interactive: bool, release: Any, waiting: bool,
-        output: Output, port: int | None) -> int:
+        output: Output, port: int | None, target: str) -> int:
     """Insert the breakpoints, let the debuggee run, and process events until the end."""
     for spec in specs:
         session.add_breakpoint(spec)
@@ -196,7 +197,11 @@ def _go(session: Session, specs: list[BreakSpec], interactive: bool, release: An
         output.progress(f"waiting for a Python debugger to attach to port {port}")
     if interactive:
         start_prompt(session, output)
-    return session.run()
+    server = control.start_server(session, target=target, port=port)
+    try:
+        return session.run()
+    finally:
+        server.close()
 
 
 def _cmdline(pid: int) -> list[str]:
