@@ -57,6 +57,7 @@ _SCHEMAS = {
 }
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _DROP = object()
+_DROP_ITEM = object()
 _NEW_FILE_HEADER = (
     "// VS Code debug configurations. mixdbg manages the entries named \"mixdbg: ...\" (see\n"
     "// `mixdbg setup --help`); everything else in this file is yours and is left as it is.\n"
@@ -341,19 +342,25 @@ def _new_launch_text(entries: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _fill(value: Any, values: Mapping[str, Any]) -> Any:
-    """Substitute ``{{name}}`` placeholders; a None value drops the member or item using it."""
+    """Substitute ``{{name}}`` placeholders, dropping what a None value makes meaningless.
+
+    A string that is one placeholder drops its member (``"sourceFileMap": "{{map}}"``); a
+    placeholder inside a longer string drops the enclosing list item (a setup command).
+    """
     if isinstance(value, str):
         whole = _PLACEHOLDER.fullmatch(value)
         if whole:
             return _DROP if values[whole.group(1)] is None else values[whole.group(1)]
         if any(values[n] is None for n in _PLACEHOLDER.findall(value)):
-            return _DROP
+            return _DROP_ITEM
         return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), value)
     if isinstance(value, dict):
         filled = {k: _fill(v, values) for k, v in value.items()}
+        if any(v is _DROP_ITEM for v in filled.values()):
+            return _DROP_ITEM
         return {k: v for k, v in filled.items() if v is not _DROP}
     if isinstance(value, list):
-        return [v for v in (_fill(i, values) for i in value) if v is not _DROP]
+        return [v for v in (_fill(i, values) for i in value) if v is not _DROP and v is not _DROP_ITEM]
     return value
 
 
