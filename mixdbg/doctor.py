@@ -1,0 +1,245 @@
+"""The checks behind ``mixdbg doctor``: everything that decides whether mixed debugging will work.
+
+Each check returns a ``Check`` record: ok / warn / fail, a one-line summary, a one-line fix and
+machine-readable details. This module words the advice; ``ptrace`` and ``debuginfo`` only
+supply facts. "fail" means something blocks debugging (``exit_code`` turns it into the CLI's
+exit code); "warn" means something works only partly (e.g. no ``file:line`` breakpoints).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from mixdbg import debuginfo, ptrace
+from mixdbg.errors import DataError, NotFoundError, NotPermittedError, UnavailableError
+
+OK = "ok"
+WARN = "warn"
+FAIL = "fail"
+
+MIN_GDB = (9, 0)  # MI3: multi-location breakpoints are listed per location
+MIN_DEBUGPY = (1, 8)
+TORCH_FIX = ("build PyTorch from source with debug info: `DEBUG=1 python setup.py develop`"
+             " (or `REL_WITH_DEB_INFO=1` for an optimised build with -g)")
+
+
+@dataclass(frozen=True)
+class Check:
+    """The result of one check; ``exit_code`` is what a failure of it makes the CLI return."""
+
+    name: str
+    status: str  # OK, WARN or FAIL
+    summary: str
+    fix: str | None = None
+    details: dict[str, object] = field(default_factory=dict)
+    exit_code: int = 0
+
+    def as_json(self) -> dict[str, object]:
+        """The check as a JSON-ready dict."""
+        return asdict(self)
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    """``"13.1"`` → ``(13, 1)``; non-numeric parts end the tuple."""
+    parts = []
+    for part in text.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
+def check_gdb(gdb: str | None = None, timeout: float = 15.0) -> Check:
+    """Whether gdb is on PATH and answers ``--version`` (within ``timeout``), and which version."""
+    path = gdb or shutil.which("gdb")
+    install = "install gdb (Debian/Ubuntu: apt-get install gdb; Fedora: dnf install gdb)"
+    if path is None:
+        return Check("gdb", FAIL, "gdb is not on PATH", install, exit_code=UnavailableError.exit_code)
+    # gdb embeds its own Python: our PYTHONPATH/PYTHONHOME would break it.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    try:
+        done = subprocess.run([path, "-nx", "--version"], capture_output=True, text=True, env=env,
+                              timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return Check("gdb", FAIL, f"{path} does not run: {err}", install, {"path": path},
+                     UnavailableError.exit_code)
+    first = (done.stdout.strip().splitlines() or [""])[0]
+    numbers = re.findall(r"\d+\.\d+(?:\.\d+)*", first)
+    version = numbers[-1] if numbers else None
+    details: dict[str, object] = {"path": path, "version": version, "banner": first}
+    if done.returncode != 0 or version is None:
+        return Check("gdb", FAIL, f"{path} --version failed: {first or done.stderr.strip()}", install,
+                     details, UnavailableError.exit_code)
+    if _version_tuple(version) < MIN_GDB:
+        return Check("gdb", WARN, f"{first} at {path} is older than 9: multi-location breakpoints"
+                     " (C++ overloads, PLT stubs) are not reported one by one",
+                     "install gdb 9 or newer", details)
+    return Check("gdb", OK, f"{first} at {path}", None, details)
+
+
+def check_debugpy() -> Check:
+    """Whether debugpy is importable by this interpreter, and its version."""
+    fix = f"{sys.executable} -m pip install 'debugpy>=1.8'"
+    try:
+        module = importlib.import_module("debugpy")
+    except ImportError as err:
+        return Check("debugpy", FAIL, f"debugpy is not importable: {err}", fix,
+                     exit_code=UnavailableError.exit_code)
+    version = str(getattr(module, "__version__", "unknown"))
+    details: dict[str, object] = {"version": version, "path": str(getattr(module, "__file__", ""))}
+    if _version_tuple(version) < MIN_DEBUGPY:
+        return Check("debugpy", WARN, f"debugpy {version} is older than 1.8", fix, details)
+    return Check("debugpy", OK, f"debugpy {version}", None, details)
+
+
+def _loaded_libpython(proc_root: Path) -> Path | None:
+    """The libpython this process really mapped (from /proc/self/maps), else the configured one."""
+    try:
+        maps = (proc_root / "self" / "maps").read_text()
+    except OSError:
+        maps = ""
+    for line in maps.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and "/libpython" in fields[5]:
+            return Path(fields[5].strip())
+    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        candidate = Path(str(sysconfig.get_config_var("LIBDIR"))) / str(sysconfig.get_config_var("LDLIBRARY"))
+        return candidate if candidate.exists() else None
+    return None
+
+
+def gdb_scripts(binary: Path) -> list[Path]:
+    """The ``<realpath>-gdb.py`` scripts gdb auto-loads for ``binary`` (next to it or in auto-load)."""
+    real = binary.resolve()
+    candidates = [Path(f"{real}-gdb.py"), Path(f"/usr/share/gdb/auto-load{real}-gdb.py")]
+    return [path for path in candidates if path.is_file()]
+
+
+def check_python(executable: str = sys.executable, proc_root: Path = Path("/proc")) -> Check:
+    """Which interpreter runs, and whether gdb can decode its frames (DWARF, plus its -gdb.py script)."""
+    interpreter = Path(executable).resolve()
+    libpython = _loaded_libpython(proc_root)
+    code_holder = libpython or interpreter  # the object that contains _PyEval_EvalFrameDefault
+    details: dict[str, object] = {"executable": executable, "realpath": str(interpreter),
+                                  "libpython": str(libpython) if libpython else None}
+    try:
+        info = debuginfo.classify(code_holder)
+    except (NotFoundError, DataError) as err:
+        return Check("python", WARN, f"{interpreter}: {err.message}", None, details)
+    scripts = gdb_scripts(code_holder) + gdb_scripts(interpreter)
+    details.update(debug_info=info.level, dwarf_file=str(info.dwarf_file) if info.dwarf_file else None,
+                   gdb_scripts=[str(p) for p in scripts])
+    head = f"Python {sys.version.split()[0]} at {interpreter}"
+    if info.level == debuginfo.DWARF:
+        extra = f"; py-bt via {scripts[0].name}" if scripts else "; no -gdb.py script, so no py-bt in gdb"
+        return Check("python", OK, f"{head}: gdb can decode its frames (DWARF in {info.dwarf_file}){extra}",
+                     None, details)
+    fix = ("use an interpreter with debug info: its debug symbols package (Debian/Ubuntu:"
+           f" python{sys.version_info[0]}.{sys.version_info[1]}-dbg) or a build with -g (pyenv builds have it)")
+    what = ("its -gdb.py script is there, but it needs DWARF to decode frames" if scripts
+            else "gdb sees interpreter frames only as _PyEval_EvalFrameDefault, not which Python function")
+    return Check("python", WARN, f"{head}: no DWARF in {code_holder.name}; {what}", fix, details)
+
+
+def check_ptrace(proc_root: Path = Path("/proc"), fs_root: Path = Path("/"), pid: int | None = None,
+                 probe: ptrace.Probe = os.kill) -> Check:
+    """Whether the kernel lets our gdb attach (to ``pid``, or to a program ``mixdbg run`` starts)."""
+    facts = ptrace.tracing_facts(proc_root, fs_root)
+    target = ptrace.target_facts(pid, proc_root, probe) if pid is not None else None
+    diagnosis = ptrace.assess(facts, target)
+    details: dict[str, object] = {
+        "facts": asdict(facts), "target": asdict(target) if target else None, "cause": diagnosis.cause,
+        "remedies": [asdict(r) for r in diagnosis.remedies],
+        "scope_meaning": ptrace.SCOPE_MEANING.get(facts.ptrace_scope) if facts.ptrace_scope is not None
+        else None,
+    }
+    first = diagnosis.remedies[0] if diagnosis.remedies else None
+    fix = None if first is None else first.action.rstrip(":") + (
+        f": {first.commands[0]}" if first.commands else "")
+    if diagnosis.blocked:
+        code = NotFoundError.exit_code if diagnosis.cause in (ptrace.NO_SUCH_PROCESS, ptrace.ZOMBIE) \
+            else NotPermittedError.exit_code
+        return Check("ptrace", FAIL, diagnosis.reason, fix, details, code)
+    return Check("ptrace", OK if diagnosis.cause == ptrace.OK else WARN, diagnosis.reason, fix, details)
+
+
+def torch_libraries() -> list[tuple[Path, Path]]:
+    """(torch package dir, library) for ``_C*.so``, ``libtorch_python.so``, ``libtorch_cpu.so``.
+
+    Found through the import system without importing torch, which would take seconds.
+    """
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    root = Path(next(iter(spec.submodule_search_locations)))
+    found = sorted(root.glob("_C*.so"))
+    found += [p for p in (root / "lib" / "libtorch_python.so", root / "lib" / "libtorch_cpu.so") if p.exists()]
+    return [(root, lib) for lib in found]
+
+
+def check_library(path: Path, label: str | None = None, fix: str | None = None,
+                  debug_root: Path = debuginfo.DEFAULT_DEBUG_ROOT) -> Check:
+    """What breakpoints and variables gdb will offer in ``path``, with the fix when it is not all.
+
+    ``label`` names it in the report (default: the path); ``fix`` replaces the generic advice.
+    """
+    name = f"library {label or path}"
+    try:
+        info = debuginfo.classify(path, debug_root)
+    except (NotFoundError, DataError) as err:
+        return Check(name, FAIL, err.message, "pass the path of a shared library (.so)", {"path": str(path)},
+                     err.exit_code)
+    details: dict[str, object] = {
+        "path": str(path), "debug_info": info.level, "build_id": info.build_id,
+        "dwarf_file": str(info.dwarf_file) if info.dwarf_file else None,
+        "file_line_breakpoints": info.file_line_breakpoints, "locals": info.locals_visible,
+        "function_breakpoints": "all" if info.any_function_by_name else
+        "exported" if info.exported_functions_by_name else "none",
+    }
+    fix = fix or ("rebuild it with -g (CFLAGS=-g, CMAKE_BUILD_TYPE=RelWithDebInfo) or install its debug"
+                  " symbols package (-dbg / -debuginfo)")
+    if info.level == debuginfo.DWARF:
+        where = "" if info.dwarf_file == path else f" (in {info.dwarf_file})"
+        return Check(name, OK, f"DWARF debug info{where}: break by file:line and see locals", None, details)
+    if info.level == debuginfo.SYMTAB:
+        summary = ("symbol table but no DWARF debug info: break by function name works; file:line"
+                   " breakpoints and locals do not")
+    elif info.level == debuginfo.DYNSYM:
+        summary = ("only dynamic symbols (stripped): break on exported functions only; no static"
+                   " functions, no file:line, no locals")
+    else:
+        summary = "no symbols at all: gdb shows only addresses"
+    return Check(name, WARN, summary, fix, details)
+
+
+def run_checks(libs: Sequence[Path] = (), proc_root: Path = Path("/proc"), fs_root: Path = Path("/"),
+               include_torch: bool = True) -> list[Check]:
+    """All doctor checks in report order: gdb, debugpy, python, ptrace, then each library."""
+    checks = [check_gdb(), check_debugpy(), check_python(proc_root=proc_root),
+              check_ptrace(proc_root, fs_root)]
+    checks += [check_library(Path(lib)) for lib in libs]
+    if include_torch:
+        checks += [check_library(lib, f"torch/{lib.relative_to(root)}", TORCH_FIX)
+                   for root, lib in torch_libraries()]
+    return checks
+
+
+def exit_code(checks: Sequence[Check]) -> int:
+    """0 when nothing failed; otherwise 77 if tracing is not permitted, else the first failure's code."""
+    codes = [check.exit_code for check in checks if check.status == FAIL]
+    if NotPermittedError.exit_code in codes:
+        return NotPermittedError.exit_code
+    return codes[0] if codes else 0
