@@ -155,7 +155,11 @@ def check_ptrace(proc_root: Path = Path("/proc"), fs_root: Path = Path("/"), pid
                  probe: ptrace.Probe = os.kill) -> Check:
     """Whether the kernel lets our gdb attach (to ``pid``, or to a program ``mixdbg run`` starts)."""
     facts = ptrace.tracing_facts(proc_root, fs_root)
-    target = ptrace.target_facts(pid, proc_root, probe) if pid is not None else None
+    return ptrace_check(facts, ptrace.target_facts(pid, proc_root, probe) if pid is not None else None)
+
+
+def ptrace_check(facts: ptrace.TracingFacts, target: ptrace.TargetFacts | None = None) -> Check:
+    """The ptrace check from facts already read: fail when blocked, warn when it depends."""
     diagnosis = ptrace.assess(facts, target)
     details: dict[str, object] = {
         "facts": asdict(facts), "target": asdict(target) if target else None, "cause": diagnosis.cause,
