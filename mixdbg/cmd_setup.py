@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +38,10 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
     )
     parser.add_argument("--workspace", metavar="DIR", type=Path, default=Path.cwd(),
                         help="the VS Code workspace folder (default: the current directory)")
-    parser.add_argument("--python", metavar="PATH", default=sys.executable,
+    parser.add_argument("--python", metavar="PATH", default=None,
                         help="the interpreter your script runs with; gdb loads its symbols "
-                             "(default: the one running mixdbg)")
+                             "(default: $VIRTUAL_ENV's or $CONDA_PREFIX's python, "
+                             "else the one running mixdbg)")
     parser.add_argument("--host", default=launch_gen.DEFAULT_HOST,
                         help=f"where debugpy listens (default: {launch_gen.DEFAULT_HOST})")
     parser.add_argument("--port", type=int, default=launch_gen.DEFAULT_PORT,
@@ -69,7 +69,7 @@ def parse_source_map(items: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """Run ``mixdbg setup``: merge the configurations, then report what changed."""
     result = launch_gen.ensure_setup(
-        args.workspace, args.python, args.host, args.port,
+        args.workspace, args.python or launch_gen.default_python(), args.host, args.port,
         source_map=parse_source_map(args.source_map), dry_run=args.dry_run,
     )
     if args.json:

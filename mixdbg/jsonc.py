@@ -25,7 +25,8 @@ from mixdbg.errors import DataError
 MAX_DEPTH = 256
 
 # Whitespace as jsonc-parser's scanner defines it (isWhiteSpace + line breaks).
-_WS = " \t\r\n\v\f\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200C))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+_WS = (" \t\r\n\v\f\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200C)))
+       + "\u2028\u2029\u202f\u205f\u3000\ufeff")
 _TOKEN = re.compile(
     rf"""
     (?P<ws>[{re.escape(_WS)}]+)

@@ -154,6 +154,34 @@ def python_gdb_script(python: str) -> str | None:
     return next((c for c in candidates if os.path.isfile(c)), None)
 
 
+def default_python() -> str:
+    """The interpreter a user's script most likely runs with: the active venv's or conda's.
+
+    ``python`` on PATH is not used: pyenv and asdf put shell-script shims there, which
+    gdb cannot load as the program. Falls back to the interpreter running mixdbg.
+    """
+    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = os.environ.get(variable)
+        candidate = os.path.join(prefix, "bin", "python") if prefix else ""
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return sys.executable
+
+
+def _interpreter_binary(python: str) -> str:
+    """The real path of ``python``, checked to be an executable binary gdb can load."""
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise NotFoundError(f"no executable Python interpreter at {python}")
+    real = os.path.realpath(python)
+    with open(real, "rb") as handle:
+        magic = handle.read(4)
+    if sys.platform.startswith("linux") and magic != b"\x7fELF":
+        raise UsageError(f"{python} is not an executable binary (a pyenv/asdf shim or a script?)",
+                         hint="pass the real interpreter: "
+                              "--python \"$(python -c 'import sys; print(sys.executable)')\"")
+    return real
+
+
 def generate_entries(python: str, host: str, port: int, *, gdb: str | None = None,
                      source_map: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Our three entries (debugpy attach, cppdbg attach, compound), filled in and validated.
@@ -163,9 +191,7 @@ def generate_entries(python: str, host: str, port: int, *, gdb: str | None = Non
     _check_port(port)
     if not host:
         raise UsageError("the debugpy host must not be empty")
-    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        raise NotFoundError(f"no executable Python interpreter at {python}")
-    real = os.path.realpath(python)
+    real = _interpreter_binary(python)
     script = python_gdb_script(real)
     values: dict[str, Any] = {
         "python": real, "host": host, "port": port, "gdb": gdb or which("gdb") or "/usr/bin/gdb",
@@ -401,7 +427,8 @@ def _read_bytes(path: Path) -> bytes:
     except OSError as err:
         raise DataError(f"cannot read {path}: {err.strerror}") from err
     if len(data) > MAX_FILE_BYTES:
-        raise DataError(f"{path} is larger than {MAX_FILE_BYTES // 1024} KiB; not a launch.json mixdbg will edit")
+        raise DataError(f"{path} is larger than {MAX_FILE_BYTES // 1024} KiB; "
+                        "not a launch.json mixdbg will edit")
     return data
 
 
@@ -426,8 +453,9 @@ def _read_for_edit(path: Path) -> _FileState:
     except OSError as err:
         raise CannotWriteError(f"cannot inspect {path}: {err.strerror}") from err
     if stat.S_ISLNK(info.st_mode):
-        raise CannotWriteError(f"{path} is a symbolic link (to {os.readlink(path)}); mixdbg does not edit "
-                               "through links", hint="edit the target yourself, or replace the link by a copy")
+        raise CannotWriteError(f"{path} is a symbolic link (to {os.readlink(path)}); mixdbg does not "
+                               "edit through links",
+                               hint="edit the target yourself, or replace the link by a copy")
     if not stat.S_ISREG(info.st_mode):
         raise CannotWriteError(f"{path} is not a regular file")
     # Root ignores permission bits, so check them as well as os.access.
@@ -445,7 +473,7 @@ def _commit(path: Path, state: _FileState, text: str) -> Path | None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise CannotWriteError(f"cannot create {path.parent}: {err.strerror}") from err
-    if state.text is not None and path.read_bytes() != state.raw:
+    if (path.read_bytes() != state.raw) if state.text is not None else os.path.lexists(path):
         raise CannotWriteError(f"{path} changed while mixdbg was editing it; nothing was written")
     backup = _write_backup(path, state.raw) if state.text is not None else None
     data = (b"\xef\xbb\xbf" if state.bom else b"") + text.encode("utf-8")
@@ -462,7 +490,8 @@ def _write_backup(path: Path, data: bytes) -> Path:
         except FileExistsError:
             continue
         except OSError as err:
-            raise CannotWriteError(f"cannot write the backup {candidate}: {err.strerror}; nothing changed") from err
+            raise CannotWriteError(f"cannot write the backup {candidate}: {err.strerror}; "
+                                   "nothing changed") from err
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

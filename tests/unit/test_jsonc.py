@@ -221,7 +221,7 @@ def test_fuzz_insertions_keep_every_original_byte(value: Any, new: Any, data: st
     style = jsonc.Style(data.draw(st.sampled_from(["\t", "  ", "    "])), data.draw(st.sampled_from(["\n", "\r\n"])))
     if target.kind == "array":
         edits = jsonc.append_items(text, target, [new, new], style)
-        expected_container: Any = target.value + [new, new]
+        expected_container: Any = [*target.value, new, new]
     else:
         edits = jsonc.add_members(text, target, [("\x00new key", new)], style)
         expected_container = {**target.value, "\x00new key": new}

@@ -423,3 +423,24 @@ def test_every_generated_entry_validates(tmp_path_factory: pytest.TempPathFactor
     check_against_vscode(result.launch_json.read_text())
     cpp = next(c for c in launch_gen.read_configurations(result.launch_json) if c["name"] == CPPDBG_NAME)
     assert cpp["processId"] == pid and cpp.get("sourceFileMap", {}) == source_map
+
+
+def test_shims_and_scripts_are_not_accepted_as_the_interpreter(tmp_path: Path) -> None:
+    shim = tmp_path / "python"
+    shim.write_text("#!/bin/sh\nexec python3 \"$@\"\n")
+    shim.chmod(0o755)
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the ELF check applies on Linux only")
+    with pytest.raises(UsageError, match="shim"):
+        launch_gen.ensure_setup(tmp_path, str(shim), "127.0.0.1", 5678)
+    assert not (tmp_path / ".vscode").exists()
+
+
+def test_default_python_prefers_the_active_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    assert launch_gen.default_python() == sys.executable
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path))
+    assert launch_gen.default_python() == str(tmp_path / "bin" / "python")
