@@ -141,11 +141,6 @@ class TracingFacts:
     wsl: bool
     gvisor: bool
 
-    @property
-    def privileged(self) -> bool:
-        """Whether we hold CAP_SYS_PTRACE (root normally does), which overrides scopes 1 and 2."""
-        return self.cap_sys_ptrace
-
 
 def _container_signs(proc_root: Path, fs_root: Path, status: dict[str, str]) -> list[str]:
     """The observable hints that we run inside a container, each as a short sign."""
