@@ -72,6 +72,7 @@ class Debuggee:
     python: str
     process: subprocess.Popen[bytes]
     gate_fd: int | None
+    ptracer: bool
 
     def release(self) -> None:
         """Open the gate: the script starts running (idempotent)."""
@@ -160,6 +161,7 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
     return Debuggee(
         pid=int(report["pid"]), host=str(report["host"]), port=int(report["port"]),
         python=str(report["python"]), process=process, gate_fd=gate_write,
+        ptracer=bool(report["ptracer"]),
     )
 
 

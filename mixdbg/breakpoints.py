@@ -72,6 +72,7 @@ class Location:
     file: str | None
     line: int | None
     enabled: bool
+    condition_invalid: bool = False
 
     @property
     def is_plt(self) -> bool:
@@ -101,6 +102,11 @@ class Breakpoint:
     def pending(self) -> bool:
         """True until some loaded library defines the location."""
         return not self.real_locations
+
+    @property
+    def invalid_condition(self) -> bool:
+        """True when gdb disabled some location because the condition is invalid there."""
+        return any(loc.condition_invalid for loc in self.locations)
 
     def plt_to_disable(self) -> list[str]:
         """Location numbers of PLT stubs that gdb currently has enabled."""
@@ -140,6 +146,8 @@ def _location(raw: dict[str, Any], number: str) -> Location:
         file=raw.get("fullname") or raw.get("file"),
         line=int(line) if line and str(line).isdigit() else None,
         enabled=raw.get("enabled", "y") == "y",
+        # gdb >= 11 disables a location whose condition does not compile there: "N".
+        condition_invalid=raw.get("enabled") in ("N", "N*"),
     )
 
 

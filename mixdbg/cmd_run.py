@@ -8,7 +8,7 @@ import signal
 import sys
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from mixdbg import attach, control
 from mixdbg.breakpoints import BreakSpec, parse_spec
@@ -140,25 +140,29 @@ def _run(args: argparse.Namespace) -> int:
     specs = _specs(args)
     output = Output(json_mode=args.json)
     _check_host(args, output)
+    attach.check_target(target)
     interactive = _interactive(args)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
     with _signals(session, interactive):
         try:
-            session.gdb.start()  # spawn first: gdb starts up while debugpy does
+            # gdb first: a spec it cannot parse fails before the script ever starts, and the
+            # breakpoints are already in place (pending) while debugpy starts up.
+            session.start_gdb()
+            for spec in specs:
+                session.add_breakpoint(spec, announce=False)
             output.progress(f"starting {target.name} under debugpy on {args.host}:{args.port}")
             debuggee = attach.launch(target, attach.LaunchOptions(
                 python=args.python, host=args.host, port=args.port, wait_for_client=args.wait_for_client,
                 tracer=os.getpid(), stdout=sys.stderr if args.json else None, stdin_devnull=interactive,
             ))
-            session.start_gdb()
             output.progress(f"attaching gdb to PID {debuggee.pid}")
             session.attach(debuggee.pid, child=debuggee)
             output.emit(SessionStarted(
                 pid=debuggee.pid, host=debuggee.host, port=debuggee.port,
                 adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port),
                 python=debuggee.python, target=" ".join((target.name, *target.args)),
-                gdb_pid=session.gdb.pid, how="launched"))
-            return _go(session, specs, interactive, release=debuggee.release, waiting=args.wait_for_client,
+                gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer))
+            return _go(session, interactive, release=debuggee.release, waiting=args.wait_for_client,
                        output=output, port=debuggee.port, target=" ".join((target.name, *target.args)))
         finally:
             session.close()
@@ -174,22 +178,23 @@ def _attach(args: argparse.Namespace) -> int:
     with _signals(session, interactive):
         try:
             session.start_gdb()
+            for spec in specs:
+                session.add_breakpoint(spec, announce=False)
             session.attach(pid)
             output.emit(SessionStarted(
                 pid=pid, host=None, port=None, adapter_pid=None,
                 python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(_cmdline(pid)),
-                gdb_pid=session.gdb.pid, how=how))
-            return _go(session, specs, interactive, release=None, waiting=False, output=output, port=None,
+                gdb_pid=session.gdb.pid, how=how, ptracer=None))
+            return _go(session, interactive, release=None, waiting=False, output=output, port=None,
                        target=" ".join(_cmdline(pid)))
         finally:
             session.close()
 
 
-def _go(session: Session, specs: list[BreakSpec], interactive: bool, release: Any, waiting: bool,
+def _go(session: Session, interactive: bool, release: Callable[[], None] | None, waiting: bool,
         output: Output, port: int | None, target: str) -> int:
-    """Insert the breakpoints, let the debuggee run, and process events until the end."""
-    for spec in specs:
-        session.add_breakpoint(spec)
+    """Announce the breakpoints, let the debuggee run, and process events until the end."""
+    session.announce_breakpoints()
     session.resume()
     if release is not None:
         release()

@@ -24,12 +24,14 @@ class SessionStarted:
     target: str
     gdb_pid: int
     how: str  # "launched" or a sentence saying how an attach target was resolved
+    ptracer: bool | None  # whether the debuggee declared its tracer (Yama); None: not launched by us
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
         return {"event": "session", "pid": self.pid, "host": self.host, "port": self.port,
                 "adapter_pid": self.adapter_pid, "python": self.python, "target": self.target,
-                "gdb_pid": self.gdb_pid, "how": self.how}
+                "gdb_pid": self.gdb_pid, "how": self.how,
+                "ptracer_declared": self.ptracer}
 
 
 @dataclass(frozen=True)

@@ -475,10 +475,44 @@ def _commit(path: Path, state: _FileState, text: str) -> Path | None:
         raise CannotWriteError(f"cannot create {path.parent}: {err.strerror}") from err
     if (path.read_bytes() != state.raw) if state.text is not None else os.path.lexists(path):
         raise CannotWriteError(f"{path} changed while mixdbg was editing it; nothing was written")
-    backup = _write_backup(path, state.raw) if state.text is not None else None
+    backup = _backup(path, state) if state.text is not None else None
     data = (b"\xef\xbb\xbf" if state.bom else b"") + text.encode("utf-8")
     _write_atomic(path, data, state.mode if state.mode is not None else 0o666 & ~_umask())
     return backup
+
+
+def _backup(path: Path, state: _FileState) -> Path:
+    """The backup holding the user's content: the newest one if it already does, else a new one.
+
+    ``mixdbg run --vscode`` rewrites ``processId`` on every run; a backup per run would
+    pile up copies that differ only inside our own entries, so those are not repeated.
+    """
+    existing = sorted(path.parent.glob(glob.escape(path.name + BACKUP_SUFFIX) + "*"), key=_backup_index)
+    newest = existing[-1] if existing and _backup_index(existing[-1]) >= 0 else None
+    if newest is not None and state.text is not None:
+        try:
+            previous, _ = _decode(_read_bytes(newest), newest)
+            if _user_content(previous) == _user_content(state.text):
+                return newest
+        except DataError:
+            pass  # an unreadable or foreign backup is simply not a match: write a new one
+    return _write_backup(path, state.raw)
+
+
+def _backup_index(backup: Path) -> int:
+    """0 for ``launch.json.mixdbg.bak``, N for ``.bak.N``, -1 for other names."""
+    suffix = backup.name.rpartition(BACKUP_SUFFIX)[2]
+    if not suffix:
+        return 0
+    return int(suffix[1:]) if suffix[:1] == "." and suffix[1:].isdigit() else -1
+
+
+def _user_content(text: str) -> str:
+    """``text`` without mixdbg's own entries: what a backup must preserve."""
+    spans = [(node.start, node.end) for node in (_find(text, name) for name in _SCHEMAS) if node]
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + text[end:]
+    return text
 
 
 def _write_backup(path: Path, data: bytes) -> Path:

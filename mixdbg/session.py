@@ -108,8 +108,9 @@ class Session:
         except GdbCommandError as err:
             self.emit(Notice("warning", f"could not load {scripts[0]}: {err.gdb_message}"))
 
-    def add_breakpoint(self, spec: BreakSpec) -> Breakpoint:
-        """Create a breakpoint (pending until a library defines it) and report it."""
+    def add_breakpoint(self, spec: BreakSpec, announce: bool = True) -> Breakpoint:
+        """Create a breakpoint (pending until a library defines it) and report it, now or
+        (``announce=False``, before the session is known) with ``announce_breakpoints``."""
         try:
             result = self.gdb.command(spec.mi_insert(), SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
@@ -118,8 +119,14 @@ class Session:
         breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
         self.breakpoints[breakpoint.number] = breakpoint
         self._disable_plt(breakpoint)
-        self.emit(BreakpointChanged(breakpoint.to_json()))
+        if announce:
+            self.emit(BreakpointChanged(breakpoint.to_json()))
         return breakpoint
+
+    def announce_breakpoints(self) -> None:
+        """Report every breakpoint's current state (used once the session is known)."""
+        for breakpoint in self.breakpoints.values():
+            self.emit(BreakpointChanged(breakpoint.to_json()))
 
     def delete_breakpoint(self, number: int) -> None:
         """Delete one of the session's breakpoints."""
@@ -202,11 +209,15 @@ class Session:
         breakpoint = self.breakpoints.get(int(bkpt["number"]))
         if breakpoint is None:
             return
-        before = breakpoint.to_json()
+        before = (breakpoint.to_json(), breakpoint.invalid_condition)
         breakpoint.locations = locations_from_mi(bkpt)
         self._disable_plt(breakpoint)
-        if breakpoint.to_json() != before:
+        if (breakpoint.to_json(), breakpoint.invalid_condition) != before:
             self.emit(BreakpointChanged(breakpoint.to_json()))
+            if breakpoint.invalid_condition:
+                self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
+                                            f"'{breakpoint.spec.condition}' at some locations; "
+                                            "they are disabled"))
 
     def _on_stopped(self, payload: dict[str, Any], reporting: bool) -> None:
         reason = payload.get("reason", "")

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterator, Sequence
 
+import psutil
 import pytest
 
 CEXT_SOURCE = Path(__file__).parent / "cext" / "mixdbg_testext.c"
@@ -66,3 +71,68 @@ def torch_installed() -> None:
     probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip("torch is not installed")
+
+
+# --- Running mixdbg and checking for leftovers ---------------------------------------
+
+#: Command-line fragments of processes that mixdbg's tests may start.
+LEFTOVER_MARKERS = ("gdb", "debugpy/adapter", "mixdbg/bootstrap.py")
+
+
+@dataclass
+class MixdbgRun:
+    """The outcome of one ``mixdbg`` run: exit code, JSON events, standard error."""
+
+    returncode: int
+    events: list[dict[str, Any]]
+    stdout: str
+    stderr: str
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        """The events of one kind, in order."""
+        return [event for event in self.events if event.get("event") == kind]
+
+
+def run_mixdbg(args: Sequence[str], env: dict[str, str] | None = None, timeout: float = 90,
+               cwd: Path | None = None) -> MixdbgRun:
+    """Run ``python -m mixdbg ARGS`` to completion; parse stdout as JSON lines if it is."""
+    proc = subprocess.run([sys.executable, "-m", "mixdbg", *args], env=env, cwd=cwd, timeout=timeout,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    events = []
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            events.append(json.loads(line))
+    return MixdbgRun(proc.returncode, events, proc.stdout, proc.stderr)
+
+
+def _ours(proc: psutil.Process) -> bool:
+    try:
+        text = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+    return any(marker in text for marker in LEFTOVER_MARKERS)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftovers() -> Iterator[None]:
+    """Fail the run if the tests leave a gdb, debugpy adapter or debuggee behind.
+
+    Processes that existed before the run are not ours and are ignored; leftovers are
+    reported, then ended by PID so that CI is not left with strays."""
+    before = {proc.pid for proc in psutil.process_iter()}
+    yield
+    deadline = time.monotonic() + 10
+    while True:
+        left = [p for p in psutil.process_iter() if p.pid not in before and _ours(p)]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    described = []
+    for proc in left:
+        try:
+            described.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    assert not described, "tests left processes behind: " + "; ".join(described)
