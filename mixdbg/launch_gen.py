@@ -489,14 +489,18 @@ def _backup(path: Path, state: _FileState) -> Path:
     """
     existing = sorted(path.parent.glob(glob.escape(path.name + BACKUP_SUFFIX) + "*"), key=_backup_index)
     newest = existing[-1] if existing and _backup_index(existing[-1]) >= 0 else None
-    if newest is not None and state.text is not None:
-        try:
-            previous, _ = _decode(_read_bytes(newest), newest)
-            if _user_content(previous) == _user_content(state.text):
-                return newest
-        except DataError:
-            pass  # an unreadable or foreign backup is simply not a match: write a new one
+    if newest is not None and state.text is not None and _holds_user_content(newest, state.text):
+        return newest
     return _write_backup(path, state.raw)
+
+
+def _holds_user_content(backup: Path, text: str) -> bool:
+    """True when ``backup`` equals ``text`` outside mixdbg's entries (unreadable: False)."""
+    try:
+        previous, _ = _decode(_read_bytes(backup), backup)
+        return _user_content(previous) == _user_content(text)
+    except DataError:
+        return False
 
 
 def _backup_index(backup: Path) -> int:

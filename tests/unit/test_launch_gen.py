@@ -444,3 +444,18 @@ def test_default_python_prefers_the_active_environment(monkeypatch: pytest.Monke
     (tmp_path / "bin" / "python").symlink_to(sys.executable)
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path))
     assert launch_gen.default_python() == str(tmp_path / "bin" / "python")
+
+
+def test_repeated_attach_targets_do_not_pile_up_backups(tmp_path: Path) -> None:
+    path = write(tmp_path, USER_FILE.encode())
+    setup(tmp_path)
+    for pid in range(100, 110):
+        launch_gen.set_attach_target(tmp_path, pid, PY, 5678)
+    backups = sorted(p.name for p in path.parent.iterdir() if p.name != "launch.json")
+    assert backups == ["launch.json.mixdbg.bak", "launch.json.mixdbg.bak.1"]
+    assert (path.parent / "launch.json.mixdbg.bak").read_bytes() == USER_FILE.encode()
+    # A change of the user's own content is backed up again before the next edit.
+    path.write_text(path.read_text().replace("keep this comment", "edited comment"))
+    launch_gen.set_attach_target(tmp_path, 999, PY, 5678)
+    newest = path.parent / "launch.json.mixdbg.bak.2"
+    assert "edited comment" in newest.read_text() and '"processId": 109' in newest.read_text()
