@@ -458,6 +458,10 @@ def explain_attach_failure(gdb_message: str, pid: int, proc_root: Path = Path("/
     if not _is_ptrace_denial(gdb_message) and diagnosis.cause == OK:
         first = next((line.strip() for line in gdb_message.splitlines() if line.strip()), "no message")
         return DebuggerError(f"gdb could not attach to process {pid}: {first}")
+    if diagnosis.cause == SCOPE_1:  # it failed, so the target made no PR_SET_PTRACER exception for gdb
+        diagnosis = replace(diagnosis, blocked=True, reason=f"kernel.yama.ptrace_scope is 1 (restricted): gdb"
+                            f" is not an ancestor of process {pid}, and it did not declare gdb its tracer"
+                            " (PR_SET_PTRACER)")
     if diagnosis.cause == OK:
         diagnosis = Diagnosis(OTHER_LSM, True, "the kernel refused although neither Yama, uid nor"
                               " capabilities explain it: another security module (AppArmor, SELinux)",
