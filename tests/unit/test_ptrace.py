@@ -299,6 +299,7 @@ def test_scope_1_denial_becomes_not_permitted_with_run_first(tmp_path: Path, mes
     error = ptrace.explain_attach_failure(message, 610, system.proc, system.probe, tmp_path / "fs")
     assert isinstance(error, NotPermittedError) and error.exit_code == 77
     assert "ptrace_scope is 1" in error.message and "610" in error.message
+    assert "did not declare gdb its tracer" in error.message
     assert error.hint is not None and error.hint.startswith("1. start the program with `mixdbg run`")
     assert "mixdbg ptrace --fix" in error.hint
 
