@@ -203,8 +203,9 @@ def _cmdline(proc: psutil.Process) -> list[str]:
         return []
 
 
-def classify(proc: psutil.Process) -> str:
-    """Name a process's role in a debugpy session from its command line."""
+def _cmdline_role(proc: psutil.Process) -> str:
+    """The role a process's command line shows (a debuggee that called debugpy.listen()
+    from its own code shows none: see ``_served_debuggees``)."""
     text = " ".join(_cmdline(proc)).replace("\\", "/")
     if "debugpy/adapter" in text or "debugpy.adapter" in text:
         return ROLE_ADAPTER
@@ -213,6 +214,39 @@ def classify(proc: psutil.Process) -> str:
     if ("debugpy" in text or "pydevd" in text or BOOTSTRAP.name in text) and _is_python(proc):
         return ROLE_DEBUGGEE
     return ROLE_OTHER
+
+
+def _served_debuggees(adapters: list[psutil.Process]) -> dict[int, int]:
+    """Map debuggee PID -> adapter PID: the processes connected to an adapter's listening
+    ports (the adapter is a daemon, not the debuggee's parent, so only sockets tell)."""
+    ports: dict[int, int] = {}
+    for adapter in adapters:
+        try:
+            for conn in adapter.net_connections("tcp"):
+                if conn.status == psutil.CONN_LISTEN:
+                    ports[conn.laddr.port] = adapter.pid
+        except (psutil.AccessDenied, psutil.NoSuchProcess):
+            continue
+    served: dict[int, int] = {}
+    if not ports:
+        return served
+    for conn in psutil.net_connections("tcp"):
+        if (conn.pid and conn.raddr and conn.status == psutil.CONN_ESTABLISHED
+                and conn.raddr.port in ports and conn.pid != ports[conn.raddr.port]):
+            served[conn.pid] = ports[conn.raddr.port]
+    return served
+
+
+def _adapters() -> list[psutil.Process]:
+    return [proc for proc in psutil.process_iter() if _cmdline_role(proc) == ROLE_ADAPTER]
+
+
+def classify(proc: psutil.Process) -> str:
+    """Name a process's role in a debugpy session: debuggee, adapter, launcher or other."""
+    role = _cmdline_role(proc)
+    if role == ROLE_OTHER and _is_python(proc) and proc.pid in _served_debuggees(_adapters()):
+        return ROLE_DEBUGGEE
+    return role
 
 
 def _is_python(proc: psutil.Process) -> bool:
@@ -225,11 +259,10 @@ def _is_python(proc: psutil.Process) -> bool:
 
 def python_processes() -> list[tuple[psutil.Process, str]]:
     """Every Python process we can see, with its role."""
-    found = []
-    for proc in psutil.process_iter():
-        if proc.pid != os.getpid() and _is_python(proc):
-            found.append((proc, classify(proc)))
-    return found
+    pythons = [proc for proc in psutil.process_iter() if proc.pid != os.getpid() and _is_python(proc)]
+    roles = {proc.pid: _cmdline_role(proc) for proc in pythons}
+    served = _served_debuggees([proc for proc in pythons if roles[proc.pid] == ROLE_ADAPTER])
+    return [(proc, ROLE_DEBUGGEE if proc.pid in served else roles[proc.pid]) for proc in pythons]
 
 
 def _process(pid: int) -> psutil.Process:
@@ -241,32 +274,15 @@ def _process(pid: int) -> psutil.Process:
         raise NotFoundError(f"process {pid} exists but is not visible to you") from None
 
 
-def _adapter_debuggee(adapter: psutil.Process) -> psutil.Process | None:
-    """The debuggee served by a debugpy adapter: the process connected to one of the
-    adapter's listening ports (the adapter is a daemon, not the debuggee's parent)."""
-    try:
-        listening = {c.laddr.port for c in adapter.net_connections("tcp")
-                     if c.status == psutil.CONN_LISTEN}
-    except (psutil.AccessDenied, psutil.NoSuchProcess):
-        return None
-    for conn in psutil.net_connections("tcp"):
-        if (conn.pid and conn.pid != adapter.pid and conn.raddr
-                and conn.raddr.port in listening and conn.status == psutil.CONN_ESTABLISHED):
-            candidate = psutil.Process(conn.pid)
-            if classify(candidate) == ROLE_DEBUGGEE:
-                return candidate
-    return None
-
-
 def resolve_debuggee(pid: int) -> tuple[int, str]:
     """Map a PID the user gave to the real debuggee; return it and a sentence saying why."""
     proc = _process(pid)
     role = classify(proc)
     if role == ROLE_ADAPTER:
-        found = _adapter_debuggee(proc)
-        if found is None:
+        found = [debuggee for debuggee, adapter in _served_debuggees([proc]).items() if adapter == pid]
+        if not found:
             raise NotFoundError(f"PID {pid} is a debugpy adapter with no debuggee connected")
-        return found.pid, f"PID {pid} is the debugpy adapter; its debuggee is PID {found.pid}"
+        return found[0], f"PID {pid} is the debugpy adapter; its debuggee is PID {found[0]}"
     if role == ROLE_LAUNCHER:
         children = [c for c in proc.children() if _is_python(c)]
         if not children:
