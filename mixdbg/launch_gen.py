@@ -11,8 +11,9 @@ Safety rules for the user's file (see docs of ``ensure_setup``):
 * it is edited as text with ``mixdbg.jsonc``: every byte outside the entries we own stays
   as it was, BOM and line endings included; an unparseable file is never written;
 * a change is preceded by a backup (``launch.json.mixdbg.bak``, then ``.bak.1``, ... so an
-  older backup is never overwritten) and written atomically (temp file, fsync, replace),
-  keeping the file's mode;
+  older backup is never overwritten; skipped when the newest backup already holds the same
+  content outside our entries, so per-run ``processId`` edits do not pile up copies) and
+  written atomically (temp file, fsync, replace), keeping the file's mode;
 * a symlinked launch.json is refused rather than edited through the link: writing through
   it would change a file outside the workspace (often shared by several), and replacing it
   would silently break the link. Read-only, empty, binary and oversized files are refused.
@@ -66,7 +67,11 @@ _NEW_FILE_HEADER = (
 
 @dataclass(frozen=True)
 class SetupResult:
-    """What ``ensure_setup`` did (or, with ``dry_run``, would do) to the workspace."""
+    """What ``ensure_setup`` did (or, with ``dry_run``, would do) to the workspace.
+
+    ``backup`` is the backup that holds the user's previous content (None when nothing was
+    written or the file is new); ``added``/``updated``/``unchanged`` name our entries.
+    """
 
     launch_json: Path
     created: bool
