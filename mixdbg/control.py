@@ -19,7 +19,7 @@ session thread: they only put actions on its queue.
 
 from __future__ import annotations
 
-import errno
+import difflib
 import json
 import logging
 import os
@@ -32,10 +32,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from mixdbg import live_ops
-from mixdbg.errors import (DebuggerError, MixdbgError, NotFoundError, NotPermittedError, UnavailableError,
-                           UsageError)
+from mixdbg.breakpoints import Breakpoint, BreakSpec, parse_spec
+from mixdbg.errors import (
+    DebuggerError,
+    MixdbgError,
+    NotFoundError,
+    NotPermittedError,
+    UnavailableError,
+    UsageError,
+)
 from mixdbg.events import Notice
+from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, mi_quote
 from mixdbg.session import Session, SessionEnded
 
 log = logging.getLogger(__name__)
@@ -85,7 +92,7 @@ def runtime_dir(create: bool = False) -> Path:
         raise UnavailableError(
             f"{path} is owned by uid {info.st_uid} with mode {stat.S_IMODE(info.st_mode):o}; "
             "refusing to use it for session sockets",
-            hint=f"it must be yours and mode 700; remove it if you do not know who made it")
+            hint="it must be yours and mode 700; remove it if you do not know who made it")
     return path
 
 
@@ -294,7 +301,7 @@ def parse_request(line: bytes) -> tuple[str, dict[str, Any]]:
         raise ProtocolError(f"unknown verb {verb!r}")
     if not isinstance(args, dict):
         raise ProtocolError("'args' must be a JSON object")
-    live_ops.check_args(str(verb), args)
+    _check_args(str(verb), args)
     return str(verb), args
 
 
@@ -303,19 +310,157 @@ def _action(connection: _Connection, verb: str, args: dict[str, Any]) -> Callabl
 
     def action(session: Session) -> None:
         try:
-            result = live_ops.run(session, verb, args, connection.peer_pid)
+            result = _OPERATIONS[verb](session, args, connection.peer_pid)
         except SessionEnded:
             connection.reply({"ok": True, "result": {"detached": session.pid}})
             raise
         except MixdbgError as err:
             connection.fail(err)
-        except Exception as err:  # noqa: BLE001 - a bug in one request must not end the session
+        except Exception as err:  # a bug in one request must not end the session
             log.exception("control request %r failed", verb)
             connection.fail(MixdbgError(f"internal error in the session: {err!r}"))
         else:
             connection.reply({"ok": True, "result": result})
 
     return action
+
+
+# --- what requests do, on the session thread ------------------------------------------------
+
+#: How many breakpoint locations one ``--regex`` request may create, by default and at most.
+DEFAULT_MAX_LOCATIONS = 50
+MAX_LOCATIONS_LIMIT = 1000
+MAX_SPEC = 4096
+#: Loaded function names that "did you mean" ranks (gdb's search stops collecting there).
+SUGGESTION_POOL = 1000
+_BRE_SPECIAL = set("\\.[]*^$")
+
+
+def _check_args(verb: str, args: dict[str, Any]) -> None:
+    """Reject bad arguments on the server thread, before they reach the session."""
+    if verb == "break":
+        spec = args.get("spec")
+        if not isinstance(spec, str) or len(spec) > MAX_SPEC:
+            raise ProtocolError(f"'break' needs 'spec': a string of at most {MAX_SPEC} characters")
+        parse_spec(spec)
+        if not isinstance(args.get("regex", False), bool):
+            raise ProtocolError("'regex' must be true or false")
+        cap = args.get("max_locations", DEFAULT_MAX_LOCATIONS)
+        if type(cap) is not int or not 1 <= cap <= MAX_LOCATIONS_LIMIT:
+            raise UsageError(f"--max-locations must be between 1 and {MAX_LOCATIONS_LIMIT}")
+    elif verb == "delete" and type(args.get("id")) is not int:
+        raise ProtocolError("'delete' needs 'id': a breakpoint number")
+
+
+def _attached(session: Session) -> None:
+    if session.state not in ("running", "stopped"):
+        raise UnavailableError(f"the session is ending (debuggee {session.state})")
+
+
+def _listed(breakpoint: Breakpoint) -> dict[str, Any]:
+    return {**breakpoint.to_json(), "hits": breakpoint.hits}
+
+
+def _op_break(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str, Any]:
+    """Insert at once, running or not: in MI async all-stop mode gdb writes the breakpoint
+    into a running debuggee immediately (it inserts whenever threads are executing)."""
+    _attached(session)
+    spec = parse_spec(args["spec"])
+    if args.get("regex"):
+        created = _break_regex(session, spec, args.get("max_locations", DEFAULT_MAX_LOCATIONS))
+        return {"breakpoints": [_listed(b) for b in created], "suggestions": []}
+    breakpoint = session.add_breakpoint(spec)
+    unknown = breakpoint.pending and not spec.is_line
+    return {"breakpoints": [_listed(breakpoint)],
+            "suggestions": suggestions(session, spec.location) if unknown else []}
+
+
+def _op_list(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str, Any]:
+    return {"breakpoints": [_listed(session.breakpoints[n]) for n in sorted(session.breakpoints)]}
+
+
+def _op_delete(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str, Any]:
+    _attached(session)
+    session.delete_breakpoint(args["id"])
+    return {"deleted": args["id"]}
+
+
+def _op_detach(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str, Any]:
+    session.detach(f"'mixdbg detach' (PID {peer_pid}) asked")  # raises SessionEnded
+    return {"detached": session.pid}
+
+
+_OPERATIONS: dict[str, Callable[[Session, dict[str, Any], int], dict[str, Any]]] = {
+    "break": _op_break, "list": _op_list, "delete": _op_delete, "detach": _op_detach,
+}
+
+
+def _break_regex(session: Session, spec: BreakSpec, cap: int) -> list[Breakpoint]:
+    """One breakpoint per loaded function matching the pattern, all or none within ``cap``."""
+    names, truncated = function_names(session, spec.location, cap + 1)
+    if not names:
+        raise NotFoundError(f"no function of the loaded libraries matches the pattern {spec.location!r}",
+                            hint="a library not loaded yet: add its functions by name, they stay pending")
+    too_many = UsageError(
+        f"the pattern {spec.location!r} matches more than {cap} locations (e.g. {', '.join(names[:3])})",
+        hint=f"narrow the pattern, or raise --max-locations (at most {MAX_LOCATIONS_LIMIT})")
+    if truncated or len(names) > cap:
+        raise too_many
+    created: list[Breakpoint] = []
+    try:
+        for name in names:
+            text = name if spec.condition is None else f"{name} if {spec.condition}"
+            created.append(session.add_breakpoint(BreakSpec(text, name, spec.condition, is_line=False)))
+            if sum(len(b.real_locations) for b in created) > cap:
+                raise too_many
+    except MixdbgError:
+        for breakpoint in created:
+            session.delete_breakpoint(breakpoint.number)
+        raise
+    return created
+
+
+def function_names(session: Session, pattern: str, limit: int) -> tuple[list[str], bool]:
+    """Distinct names of loaded functions matching gdb regex ``pattern`` (as 'info functions').
+
+    gdb stops collecting at ``limit`` symbols, so a huge library (libtorch: 600k symbols)
+    costs one scan in gdb's C code, never a Python loop over all of them. Returns the names
+    and whether the limit was reached. PLT stubs are left out."""
+    result = session.gdb.command(f"-symbol-info-functions --include-nondebug --name {mi_quote(pattern)} "
+                                 f"--max-results {limit}", SLOW_COMMAND_TIMEOUT)
+    symbols = result.get("symbols") or {}
+    raw = [s["name"] for f in symbols.get("debug", []) for s in f.get("symbols", [])]
+    raw += [s["name"] for s in symbols.get("nondebug", [])]
+    names = dict.fromkeys(_without_parameters(n) for n in raw if "@plt" not in n)
+    return list(names), len(raw) >= limit
+
+
+def _without_parameters(name: str) -> str:
+    """``ns::f(int) const`` -> ``ns::f`` (gdb names C++ minimal symbols with their parameters)."""
+    text = name.removesuffix(" const")
+    if not text.endswith(")"):
+        return name
+    depth = 0
+    for index in range(len(text) - 1, 0, -1):
+        depth += {")": 1, "(": -1}.get(text[index], 0)
+        if depth == 0:
+            return text[:index]
+    return name
+
+
+def suggestions(session: Session, name: str, count: int = 3) -> list[str]:
+    """Up to ``count`` loaded function names close to ``name`` (for "did you mean")."""
+    base = name.rsplit("::", 1)[-1]
+    prefix = "".join("\\" + c if c in _BRE_SPECIAL else c for c in base[:3])
+    pool, _ = function_names(session, prefix, SUGGESTION_POOL)
+
+    def score(candidate: str) -> float:
+        whole = difflib.SequenceMatcher(None, name, candidate).ratio()
+        last = difflib.SequenceMatcher(None, base, candidate.rsplit("::", 1)[-1]).ratio()
+        return max(whole, last)
+
+    ranked = sorted((c for c in pool if c != name), key=score, reverse=True)
+    return [c for c in ranked[:count] if score(c) >= 0.6]
 
 
 class _NoServer:
@@ -463,13 +608,8 @@ def find_session(pid: int | None) -> SessionInfo:
                 hint="'mixdbg sessions' lists the live ones; --session takes the debuggee PID") from err
     sessions = live_sessions()
     if not sessions:
-        raise NotFoundError("no live mixdbg session",
-                            hint="start one with 'mixdbg run' or 'mixdbg attach'")
+        raise NotFoundError("no live mixdbg session (start one with 'mixdbg run' or 'mixdbg attach')")
     if len(sessions) > 1:
         listing = "\n".join(f"--session {s.pid}   {s.target}" for s in sessions)
         raise UsageError(f"{len(sessions)} live sessions; say which with --session PID", hint=listing)
     return sessions[0]
-
-
-def _errno_name(err: OSError) -> str:
-    return errno.errorcode.get(err.errno or 0, str(err.errno))
