@@ -23,6 +23,7 @@ import difflib
 import json
 import logging
 import os
+import re
 import socket
 import stat
 import struct
@@ -333,7 +334,7 @@ MAX_LOCATIONS_LIMIT = 1000
 MAX_SPEC = 4096
 #: Loaded function names that "did you mean" ranks (gdb's search stops collecting there).
 SUGGESTION_POOL = 1000
-_BRE_SPECIAL = set("\\.[]*^$")
+_CLONE_SUFFIX = re.compile(r"(?: \[clone [^\]]*\])+$")
 
 
 def _check_args(verb: str, args: dict[str, Any]) -> None:
@@ -397,15 +398,16 @@ _OPERATIONS: dict[str, Callable[[Session, dict[str, Any], int], dict[str, Any]]]
 
 def _break_regex(session: Session, spec: BreakSpec, cap: int) -> list[Breakpoint]:
     """One breakpoint per loaded function matching the pattern, all or none within ``cap``."""
-    names, truncated = function_names(session, spec.location, cap + 1)
+    # Room for the symbols that are dropped or merged: PLT stubs, clones, overloads.
+    names, truncated = function_names(session, spec.location, 4 * cap + 50)
+    examples = f" (e.g. {', '.join(names[:3])})" if names else ""
+    too_many = UsageError(f"the pattern {spec.location!r} matches more than {cap} locations{examples}",
+                          hint=f"narrow the pattern, or raise --max-locations (at most {MAX_LOCATIONS_LIMIT})")
+    if truncated or len(names) > cap:
+        raise too_many
     if not names:
         raise NotFoundError(f"no function of the loaded libraries matches the pattern {spec.location!r}",
                             hint="a library not loaded yet: add its functions by name, they stay pending")
-    too_many = UsageError(
-        f"the pattern {spec.location!r} matches more than {cap} locations (e.g. {', '.join(names[:3])})",
-        hint=f"narrow the pattern, or raise --max-locations (at most {MAX_LOCATIONS_LIMIT})")
-    if truncated or len(names) > cap:
-        raise too_many
     created: list[Breakpoint] = []
     try:
         for name in names:
@@ -421,38 +423,54 @@ def _break_regex(session: Session, spec: BreakSpec, cap: int) -> list[Breakpoint
 
 
 def function_names(session: Session, pattern: str, limit: int) -> tuple[list[str], bool]:
-    """Distinct names of loaded functions matching gdb regex ``pattern`` (as 'info functions').
+    """Distinct breakable names of loaded functions matching gdb regex ``pattern`` (the
+    regex of 'info functions'), and whether gdb stopped at ``limit`` symbols.
 
-    gdb stops collecting at ``limit`` symbols, so a huge library (libtorch: 600k symbols)
-    costs one scan in gdb's C code, never a Python loop over all of them. Returns the names
-    and whether the limit was reached. PLT stubs are left out."""
+    The limit keeps a huge library (libtorch: 600k symbols) to one scan in gdb's C code,
+    never a Python loop over all of its symbols."""
     result = session.gdb.command(f"-symbol-info-functions --include-nondebug --name {mi_quote(pattern)} "
                                  f"--max-results {limit}", SLOW_COMMAND_TIMEOUT)
     symbols = result.get("symbols") or {}
     raw = [s["name"] for f in symbols.get("debug", []) for s in f.get("symbols", [])]
     raw += [s["name"] for s in symbols.get("nondebug", [])]
-    names = dict.fromkeys(_without_parameters(n) for n in raw if "@plt" not in n)
+    names = dict.fromkeys(name for name in map(breakable_name, raw) if name)
     return list(names), len(raw) >= limit
 
 
-def _without_parameters(name: str) -> str:
-    """``ns::f(int) const`` -> ``ns::f`` (gdb names C++ minimal symbols with their parameters)."""
-    text = name.removesuffix(" const")
-    if not text.endswith(")"):
-        return name
+def breakable_name(symbol: str) -> str | None:
+    """The qualified name to break on for a function symbol as gdb lists it, or None.
+
+    gdb lists C++ minimal symbols with parameters (``ns::f(int) const``) and compiler clones
+    with a suffix (``ns::f(int) [clone .cold]``): both are cut off. PLT stubs, lambdas
+    (``f()::{lambda()#1}::operator()``) and unbalanced names give None."""
+    if "@plt" in symbol or "{" in symbol:
+        return None
+    text = _CLONE_SUFFIX.sub("", symbol).removesuffix(" const")
+    if not text.endswith(")") or text.endswith("operator()"):
+        return text
     depth = 0
     for index in range(len(text) - 1, 0, -1):
         depth += {")": 1, "(": -1}.get(text[index], 0)
         if depth == 0:
             return text[:index]
-    return name
+    return None
+
+
+def _bre_escape(text: str) -> str:
+    """``text`` as a literal in gdb's (POSIX basic) regular expressions."""
+    return "".join("\\" + c if c in "\\.[]*^$" else c for c in text)
 
 
 def suggestions(session: Session, name: str, count: int = 3) -> list[str]:
-    """Up to ``count`` loaded function names close to ``name`` (for "did you mean")."""
-    base = name.rsplit("::", 1)[-1]
-    prefix = "".join("\\" + c if c in _BRE_SPECIAL else c for c in base[:3])
-    pool, _ = function_names(session, prefix, SUGGESTION_POOL)
+    """Up to ``count`` loaded function names close to ``name`` (for "did you mean").
+
+    Candidates are names sharing its namespace and first letters, or the first letters of
+    its last component; each search is capped at ``SUGGESTION_POOL`` symbols."""
+    qualifier, _, base = name.rpartition("::")
+    patterns = [_bre_escape(base[:3])]
+    if qualifier:
+        patterns.insert(0, "^" + _bre_escape(f"{qualifier}::{base[:2]}"))
+    pool = dict.fromkeys(n for p in patterns for n in function_names(session, p, SUGGESTION_POOL)[0])
 
     def score(candidate: str) -> float:
         whole = difflib.SequenceMatcher(None, name, candidate).ratio()

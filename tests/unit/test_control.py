@@ -338,12 +338,16 @@ def test_unsafe_directory_means_no_live_commands_but_the_session_runs(rundir: Pa
 
 # --- symbol names ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("raw, name", [
+@pytest.mark.parametrize("symbol, name", [
     ("native_step", "native_step"),
     ("at::native::add(at::Tensor const&, at::Tensor const&, c10::Scalar const&)", "at::native::add"),
     ("c10::Foo<int (*)(int)>::bar(int) const", "c10::Foo<int (*)(int)>::bar"),
     ("Functor::operator()(int)", "Functor::operator()"),
-    ("weird)", "weird)"),
+    ("at::native::add_out_sparse_cpu(at::Tensor const&, at::Tensor&) [clone .isra.0] [clone .cold]",
+     "at::native::add_out_sparse_cpu"),
+    ("at::native::f(at::Tensor&)::{lambda()#1}::operator()() const [clone .isra.0]", None),
+    ("native_step@plt", None),
+    ("weird)", None),
 ])
-def test_parameters_are_stripped_from_symbol_names(raw: str, name: str) -> None:
-    assert control._without_parameters(raw) == name
+def test_breakable_names_from_gdb_symbols(symbol: str, name: str | None) -> None:
+    assert control.breakable_name(symbol) == name
