@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Iterator
 
-from mixdbg import attach, control
+from mixdbg import attach, control, launch_gen
 from mixdbg.breakpoints import BreakSpec, parse_spec
 from mixdbg.errors import UsageError
-from mixdbg.events import SessionStarted
+from mixdbg.events import Exited, SessionStarted
 from mixdbg.output import Output
 from mixdbg.prompt import start_prompt
 from mixdbg.session import Session
@@ -59,6 +61,11 @@ def register(verbs: "argparse._SubParsersAction[Any]") -> None:
                      help="also hold the script until a Python debugger (VS Code) attaches")
     run.add_argument("--python", default=attach.default_python(),
                      help="interpreter to run the script with (needs debugpy; default: mixdbg's)")
+    run.add_argument("--vscode", action="store_true",
+                     help="let VS Code attach both debuggers: write this run's PID and port into "
+                          ".vscode/launch.json (see 'mixdbg setup') and hold the script until they attach")
+    run.add_argument("--workspace", type=Path, default=Path.cwd(),
+                     help="VS Code workspace folder for --vscode (default: the current directory)")
     run.add_argument("-m", dest="module", action="store_true",
                      help="run TARGET as a module, like python -m")
     run.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
@@ -141,6 +148,8 @@ def _run(args: argparse.Namespace) -> int:
     output = Output(json_mode=args.json)
     _check_host(args, output)
     attach.check_target(target)
+    if args.vscode:
+        return _run_for_vscode(args, target, output)
     interactive = _interactive(args)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
     with _signals(session, interactive):
@@ -166,6 +175,53 @@ def _run(args: argparse.Namespace) -> int:
                        output=output, port=debuggee.port, target=" ".join((target.name, *target.args)))
         finally:
             session.close()
+
+
+def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Output) -> int:
+    """Launch for VS Code: its cppdbg gdb (not a descendant of ours, hence any tracer is
+    declared) and its debugpy client attach; the script is held until both have."""
+    if args.breaks:
+        raise UsageError("with --vscode, set breakpoints in VS Code (-b is for mixdbg's own gdb)")
+    debuggee = attach.launch(target, attach.LaunchOptions(
+        python=args.python, host=args.host, port=args.port, wait_for_client=True, tracer=None,
+        stdout=sys.stderr if args.json else None,
+    ))
+    try:
+        path = launch_gen.set_attach_target(args.workspace, debuggee.pid,
+                                            os.path.realpath(f"/proc/{debuggee.pid}/exe"), debuggee.port)
+        output.emit(SessionStarted(
+            pid=debuggee.pid, host=debuggee.host, port=debuggee.port,
+            adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port), python=debuggee.python,
+            target=" ".join((target.name, *target.args)), gdb_pid=None, how="waiting for VS Code",
+            ptracer=debuggee.ptracer))
+        output.say(f"wrote PID {debuggee.pid} and port {debuggee.port} into {path}\n"
+                   f"in VS Code, press F5 on '{launch_gen.COMPOUND_NAME}'; the script starts once "
+                   "gdb and the Python debugger have attached (Ctrl-C here lets it start without them)")
+        with _signals_end_wait():
+            attach.wait_for_tracer(debuggee.pid, debuggee.process)
+            debuggee.release()
+            code, signal_name = attach.exit_status(debuggee.process.wait())
+    finally:
+        debuggee.release()
+    output.emit(Exited(code=code, signal=signal_name))
+    return code if code is not None else 128 + signal.Signals[str(signal_name)].value
+
+
+@contextmanager
+def _signals_end_wait() -> Iterator[None]:
+    """While only waiting on the debuggee: SIGINT, SIGTERM and SIGHUP end mixdbg (the
+    debuggee, in its own session, runs on) with 128+N."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, on_signal) for signum in handled}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _attach(args: argparse.Namespace) -> int:
@@ -205,8 +261,24 @@ def _go(session: Session, interactive: bool, release: Callable[[], None] | None,
     server = control.start_server(session, target=target, port=port)
     try:
         return session.run()
+    except OSError as err:
+        if err.errno not in (errno.EIO, errno.EPIPE):
+            raise
+        # Our terminal (EIO) or the reader of our output (EPIPE) is gone: nobody sees stops
+        # any more. End like SIGHUP/SIGPIPE would; the caller's close() detaches as always.
+        _silence_stdio()
+        return 128 + (signal.SIGHUP if err.errno == errno.EIO else signal.SIGPIPE)
     finally:
         server.close()
+
+
+def _silence_stdio() -> None:
+    """Point our stdout/stderr at /dev/null, so that no later write (or the flush at exit)
+    fails again on the vanished terminal or pipe (the debuggee's own fds are unaffected)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 def _cmdline(pid: int) -> list[str]:

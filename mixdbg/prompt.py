@@ -7,6 +7,7 @@ queue; the session thread runs it. The prompt never touches gdb itself.
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 import threading
 from typing import Callable
@@ -36,8 +37,15 @@ def start_prompt(session: Session, output: Output) -> None:
 
 
 def _read(session: Session, output: Output) -> None:
-    for line in sys.stdin:
-        session.queue.put(_action(line.strip(), output))
+    try:
+        for line in sys.stdin:
+            session.queue.put(_action(line.strip(), output))
+    except OSError as err:
+        # A pty whose other side closed (terminal window closed, SSH dropped) fails reads
+        # with EIO rather than EOF, and only the shell, not us, is sent SIGHUP for it.
+        reason = f"the terminal is gone ({err.strerror})"
+        session.queue.put(lambda s: s.detach(reason, code=128 + signal.SIGHUP))
+        return
     session.queue.put(lambda s: s.detach("end of input at the prompt"))
 
 
