@@ -149,10 +149,16 @@ class GdbMi:
             "-iex", "set debuginfod enabled off",
             *self._extra_args,
         ]
-        # start_new_session: a terminal Ctrl-C must not reach gdb (we interrupt through MI).
-        # restore_signals=False keeps Python's SIG_IGN for SIGPIPE in gdb, so gdb writing to
-        # a pipe whose reader (we) died gets EPIPE instead of dying mid-session with its
-        # breakpoint instructions still in the debuggee's memory.
+        # Why the debuggee outlives a SIGKILLed mixdbg (which runs no cleanup at all): gdb's
+        # stdin is a pipe only we hold, so our death is an EOF on it, and gdb, in mi-async
+        # mode (set first thing in Session.start_gdb), reads stdin even while the debuggee
+        # runs and quits on EOF, and quitting detaches: its breakpoints are removed and the
+        # debuggee runs on. (In sync mode gdb stops reading stdin while the debuggee runs and
+        # would stay attached forever.) For that, gdb must outlive us: start_new_session keeps
+        # a terminal's Ctrl-C and hangup away from it, and SIGPIPE stays ignored
+        # (restore_signals=False; gdb 13 also ignores it itself), so gdb reporting a stop to
+        # our dead pipe gets EPIPE instead of dying with its int3 bytes still in the debuggee.
+        # tests/reliability/test_fault_mixdbg_dies.py shows it, running and stopped.
         self._proc = subprocess.Popen(
             args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             env=gdb_environment(), start_new_session=True, restore_signals=False,

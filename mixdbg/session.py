@@ -77,6 +77,7 @@ class Session:
     def start_gdb(self) -> None:
         """Start gdb and put it in the mode mixdbg relies on."""
         self.gdb.start()
+        # mi-async first: it is what lets gdb detach on its own when we die (see GdbMi.start).
         for command in ("-gdb-set mi-async on", "-gdb-set pagination off", "-gdb-set confirm off",
                         "-gdb-set breakpoint pending on", "-gdb-set print thread-events off"):
             self.gdb.command(command)
