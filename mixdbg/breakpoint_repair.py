@@ -78,6 +78,8 @@ def restore_breakpoint_bytes(pid: int, proc_root: Path = Path("/proc")) -> int:
         with open(proc_root / str(pid) / "mem", "r+b", buffering=0) as memory:
             for mapping in mappings:
                 restored += _restore_mapping(pid, mapping, memory, proc_root)
+    except ProcessLookupError:
+        log.info("pid %d is gone: no breakpoints to repair", pid)
     except OSError as err:
         log.warning("could not repair breakpoints in pid %d: %s", pid, err)
     return restored

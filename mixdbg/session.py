@@ -169,6 +169,11 @@ class Session:
                 self._handle(self.queue.get())
         except SessionEnded as end:
             return end.code
+        except GdbExitedError:
+            # gdb died while we waited for one of its answers (e.g. mid stop report), not
+            # between commands: the same repair and report as when its output ends.
+            self._gdb_died()
+            raise
 
     def _pump_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
         """Process queue items until ``done()``; raise if that takes longer than ``timeout``."""
@@ -301,15 +306,37 @@ class Session:
                                             "never resolved: no loaded library defines it"))
 
     def _gdb_died(self) -> None:
+        """gdb ended under us: undo the int3 bytes it left, then say what became of the
+        debuggee. A thread stopped at, or executing, a breakpoint between gdb's death and
+        the repair is sent SIGTRAP by the kernel and the debuggee dies: the remaining window."""
         if self._quitting or self.state in ("exited", "detached"):
             return
         self.state = "detached"
+        # Our pipe closes before the kernel releases gdb's tracees: repair once gdb is gone.
+        self.gdb.wait_exit(STOP_TIMEOUT)
         restored = restore_breakpoint_bytes(self.pid) if self.pid else 0
         if self.pid:
             attach.ensure_running(self.pid)
-        raise GdbExitedError(
-            f"gdb (pid {self.gdb.pid}) died; the debuggee (pid {self.pid}) runs on "
-            f"({restored} breakpoint byte(s) restored)")
+        repair = f"{restored} breakpoint byte(s) restored"
+        fate = self._debuggee_fate()
+        if fate is None:
+            raise GdbExitedError(f"gdb (pid {self.gdb.pid}) died; the debuggee (pid {self.pid}) "
+                                 f"runs on ({repair})")
+        if "SIGTRAP" in fate:
+            repair += "; it was at a breakpoint gdb left when gdb died"
+        raise GdbExitedError(f"gdb (pid {self.gdb.pid}) died, and the debuggee (pid {self.pid}) "
+                             f"{fate} ({repair})")
+
+    def _debuggee_fate(self) -> str | None:
+        """How the debuggee ended, or None while it still runs."""
+        if self._child is not None:
+            returncode = self._child.process.poll()
+            if returncode is None:
+                return None
+            code, signal_name = attach.exit_status(returncode)
+            return f"was killed by {signal_name}" if signal_name else f"exited with code {code}"
+        state = attach.process_state(self.pid) if self.pid else {}
+        return None if state and not state["State"].startswith(("Z", "X")) else "is gone"
 
     def detach(self, reason: str, code: int = 0) -> None:
         """Action: let go of the debuggee (it runs on) and end the session with ``code``."""
