@@ -10,6 +10,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -105,10 +106,18 @@ def run_mixdbg(args: Sequence[str], env: dict[str, str] | None = None, timeout: 
     return MixdbgRun(proc.returncode, events, proc.stdout, proc.stderr)
 
 
-def _ours(proc: psutil.Process) -> bool:
+#: Set to a fresh token for the test run; every process the tests start inherits it (gdb,
+#: the debuggee and, through it, the debugpy adapter), so a run never mistakes a concurrent
+#: run's processes for its own leftovers, nor ends them.
+RUN_TOKEN_VAR = "MIXDBG_TEST_RUN"
+
+
+def _ours(proc: psutil.Process, token: str) -> bool:
     try:
+        if proc.environ().get(RUN_TOKEN_VAR) != token:
+            return False
         text = " ".join(proc.cmdline())
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return False
     return any(marker in text for marker in LEFTOVER_MARKERS)
 
@@ -117,13 +126,14 @@ def _ours(proc: psutil.Process) -> bool:
 def no_leftovers() -> Iterator[None]:
     """Fail the run if the tests leave a gdb, debugpy adapter or debuggee behind.
 
-    Processes that existed before the run are not ours and are ignored; leftovers are
-    reported, then ended by PID so that CI is not left with strays."""
-    before = {proc.pid for proc in psutil.process_iter()}
+    Only processes carrying this run's token (inherited from our environment) are ours;
+    leftovers are reported, then ended by PID so that CI is not left with strays."""
+    token = uuid.uuid4().hex
+    os.environ[RUN_TOKEN_VAR] = token
     yield
     deadline = time.monotonic() + 10
     while True:
-        left = [p for p in psutil.process_iter() if p.pid not in before and _ours(p)]
+        left = [p for p in psutil.process_iter() if _ours(p, token)]
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.2)
