@@ -26,7 +26,7 @@ from typing import IO
 
 import psutil
 
-from mixdbg.errors import MixdbgError, NotFoundError, UnavailableError, UsageError
+from mixdbg.errors import NotFoundError, UnavailableError, UsageError
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 #: Inherited from a parent debugged by debugpy, these silently disable ``--listen``.
@@ -185,8 +185,9 @@ def _read_report(fd: int, process: subprocess.Popen[bytes]) -> dict[str, object]
             data += chunk
     if b"\n" not in data:
         code = process.wait()
-        raise MixdbgError(f"the debuggee exited before debugpy started (exit code {code})",
-                          hint="its own error output is above")
+        # Not a bug of ours (70): the interpreter or its site hooks ended it before our code ran.
+        raise UnavailableError(f"the debuggee exited before debugpy started (exit code {code})",
+                               hint="its own error output is above")
     report: dict[str, object] = json.loads(data.split(b"\n", 1)[0])
     if "error" in report:
         process.wait()
