@@ -8,6 +8,7 @@ error code), never kills or freezes it, and leaves nothing behind.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from pathlib import Path
