@@ -314,6 +314,12 @@ def process_state(pid: int, proc_root: Path = Path("/proc")) -> dict[str, str]:
     return {k: fields[k].strip() for k in ("State", "TracerPid") if k in fields}
 
 
+def wait_for_tracer(pid: int, process: subprocess.Popen[bytes], poll: float = 0.05) -> None:
+    """Block until a debugger (e.g. VS Code's gdb) is tracing ``pid`` or the process ended."""
+    while process.poll() is None and process_state(pid).get("TracerPid", "0") == "0":
+        time.sleep(poll)
+
+
 def ensure_running(pid: int) -> None:
     """Send SIGCONT so that a stop left pending by a tracer cannot freeze the debuggee."""
     try:

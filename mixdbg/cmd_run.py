@@ -166,13 +166,13 @@ def _run(args: argparse.Namespace) -> int:
             ))
             output.progress(f"attaching gdb to PID {debuggee.pid}")
             session.attach(debuggee.pid, child=debuggee)
-            output.emit(SessionStarted(
+            started = SessionStarted(
                 pid=debuggee.pid, host=debuggee.host, port=debuggee.port,
                 adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port),
                 python=debuggee.python, target=" ".join((target.name, *target.args)),
-                gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer))
-            return _go(session, interactive, release=debuggee.release, waiting=args.wait_for_client,
-                       output=output, port=debuggee.port, target=" ".join((target.name, *target.args)))
+                gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer)
+            return _go(session, started, interactive, output, release=debuggee.release,
+                       waiting=args.wait_for_client)
         finally:
             session.close()
 
@@ -182,6 +182,9 @@ def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Out
     declared) and its debugpy client attach; the script is held until both have."""
     if args.breaks:
         raise UsageError("with --vscode, set breakpoints in VS Code (-b is for mixdbg's own gdb)")
+    launch_json = launch_gen.launch_json_path(args.workspace)
+    if launch_json.exists():
+        launch_gen.read_configurations(launch_json)  # unparseable: fail before launching anything
     debuggee = attach.launch(target, attach.LaunchOptions(
         python=args.python, host=args.host, port=args.port, wait_for_client=True, tracer=None,
         stdout=sys.stderr if args.json else None,
@@ -189,6 +192,12 @@ def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Out
     try:
         path = launch_gen.set_attach_target(args.workspace, debuggee.pid,
                                             os.path.realpath(f"/proc/{debuggee.pid}/exe"), debuggee.port)
+    except BaseException:
+        # Still held before its first line and unreachable by VS Code: end what we started.
+        debuggee.process.kill()
+        debuggee.process.wait()
+        raise
+    try:
         output.emit(SessionStarted(
             pid=debuggee.pid, host=debuggee.host, port=debuggee.port,
             adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port), python=debuggee.python,
@@ -196,7 +205,7 @@ def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Out
             ptracer=debuggee.ptracer))
         output.say(f"wrote PID {debuggee.pid} and port {debuggee.port} into {path}\n"
                    f"in VS Code, press F5 on '{launch_gen.COMPOUND_NAME}'; the script starts once "
-                   "gdb and the Python debugger have attached (Ctrl-C here lets it start without them)")
+                   "gdb and the Python debugger have attached")
         with _signals_end_wait():
             attach.wait_for_tracer(debuggee.pid, debuggee.process)
             debuggee.release()
@@ -237,48 +246,33 @@ def _attach(args: argparse.Namespace) -> int:
             for spec in specs:
                 session.add_breakpoint(spec, announce=False)
             session.attach(pid)
-            output.emit(SessionStarted(
+            started = SessionStarted(
                 pid=pid, host=None, port=None, adapter_pid=None,
                 python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(_cmdline(pid)),
-                gdb_pid=session.gdb.pid, how=how, ptracer=None))
-            return _go(session, interactive, release=None, waiting=False, output=output, port=None,
-                       target=" ".join(_cmdline(pid)))
+                gdb_pid=session.gdb.pid, how=how, ptracer=None)
+            return _go(session, started, interactive, output, release=None, waiting=False)
         finally:
             session.close()
 
 
-def _go(session: Session, interactive: bool, release: Callable[[], None] | None, waiting: bool,
-        output: Output, port: int | None, target: str) -> int:
-    """Announce the breakpoints, let the debuggee run, and process events until the end."""
-    session.announce_breakpoints()
-    session.resume()
-    if release is not None:
-        release()
-    if waiting:
-        output.progress(f"waiting for a Python debugger to attach to port {port}")
-    if interactive:
-        start_prompt(session, output)
-    server = control.start_server(session, target=target, port=port)
+def _go(session: Session, started: SessionStarted, interactive: bool, output: Output,
+        release: Callable[[], None] | None, waiting: bool) -> int:
+    """Serve the control socket, announce the session and its breakpoints, let the
+    debuggee run, and process events until the end."""
+    server = control.start_server(session, target=started.target, port=started.port)
     try:
+        output.emit(started)  # after the socket exists: 'mixdbg break' works from here on
+        session.announce_breakpoints()
+        session.resume()
+        if release is not None:
+            release()
+        if waiting:
+            output.progress(f"waiting for a Python debugger to attach to port {started.port}")
+        if interactive:
+            start_prompt(session, output)
         return session.run()
-    except OSError as err:
-        if err.errno not in (errno.EIO, errno.EPIPE):
-            raise
-        # Our terminal (EIO) or the reader of our output (EPIPE) is gone: nobody sees stops
-        # any more. End like SIGHUP/SIGPIPE would; the caller's close() detaches as always.
-        _silence_stdio()
-        return 128 + (signal.SIGHUP if err.errno == errno.EIO else signal.SIGPIPE)
     finally:
         server.close()
-
-
-def _silence_stdio() -> None:
-    """Point our stdout/stderr at /dev/null, so that no later write (or the flush at exit)
-    fails again on the vanished terminal or pipe (the debuggee's own fds are unaffected)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr):
-        os.dup2(devnull, stream.fileno())
-    os.close(devnull)
 
 
 def _cmdline(pid: int) -> list[str]:

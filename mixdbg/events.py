@@ -22,7 +22,7 @@ class SessionStarted:
     adapter_pid: int | None
     python: str
     target: str
-    gdb_pid: int
+    gdb_pid: int | None  # None: mixdbg runs no gdb (VS Code's attaches)
     how: str  # "launched" or a sentence saying how an attach target was resolved
     ptracer: bool | None  # whether the debuggee declared its tracer (Yama); None: not launched by us
 

@@ -43,6 +43,13 @@ class Output:
         if not self.json_mode:
             print(f"mixdbg: {message}...", file=sys.stderr, flush=True)
 
+    def say(self, message: str) -> None:
+        """Tell the user something they must act on (an ``info`` event in JSON mode)."""
+        if self.json_mode:
+            self.emit(Notice("info", message))
+        else:
+            print(f"mixdbg: {message}", file=sys.stderr, flush=True)
+
     def warning(self, message: str) -> None:
         """A warning, as a ``warning`` event in JSON mode."""
         self.emit(Notice("warning", message))
@@ -65,7 +72,8 @@ def human(event: Event) -> list[str]:
     if isinstance(event, SessionStarted):
         where = f"; debugpy on {event.host}:{event.port}" if event.port else ""
         adapter = f" (adapter PID {event.adapter_pid})" if event.adapter_pid else ""
-        return [f"mixdbg: debugging PID {event.pid}: {event.target}{where}{adapter}; gdb PID {event.gdb_pid}"]
+        gdb = f"; gdb PID {event.gdb_pid}" if event.gdb_pid else ""
+        return [f"mixdbg: debugging PID {event.pid}: {event.target}{where}{adapter}{gdb}"]
     if isinstance(event, BreakpointChanged):
         return [_breakpoint_line(event.body, event.deleted)]
     if isinstance(event, Stopped):
