@@ -93,6 +93,8 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
                         help="native breakpoint (repeatable); see below")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON event per line on stdout, nothing else")
+    parser.add_argument("--no-prompt", action="store_true",
+                        help="at a terminal too, print each stop and continue (no prompt)")
     parser.add_argument("--gdb", default=None, help="gdb executable (default: $MIXDBG_GDB or gdb)")
     parser.add_argument("--max-frames", type=_positive, default=128, help="frames per stack (default 128)")
 
@@ -139,7 +141,7 @@ def _check_host(args: argparse.Namespace, output: Output) -> None:
 
 
 def _interactive(args: argparse.Namespace) -> bool:
-    return not args.json and sys.stdin.isatty()
+    return not args.json and not args.no_prompt and sys.stdin.isatty()
 
 
 def _run(args: argparse.Namespace) -> int:
