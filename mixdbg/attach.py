@@ -159,7 +159,7 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
     finally:
         os.close(status_read)
     return Debuggee(
-        pid=int(report["pid"]), host=str(report["host"]), port=int(report["port"]),
+        pid=int(str(report["pid"])), host=str(report["host"]), port=int(str(report["port"])),
         python=str(report["python"]), process=process, gate_fd=gate_write,
         ptracer=bool(report["ptracer"]),
     )
@@ -231,10 +231,11 @@ def _served_debuggees(adapters: list[psutil.Process]) -> dict[int, int]:
     served: dict[int, int] = {}
     if not ports:
         return served
-    for conn in psutil.net_connections("tcp"):
-        if (conn.pid and conn.raddr and conn.status == psutil.CONN_ESTABLISHED
-                and conn.raddr.port in ports and conn.pid != ports[conn.raddr.port]):
-            served[conn.pid] = ports[conn.raddr.port]
+    for system_conn in psutil.net_connections("tcp"):
+        remote = system_conn.raddr
+        if (system_conn.pid and remote and system_conn.status == psutil.CONN_ESTABLISHED
+                and remote.port in ports and system_conn.pid != ports[remote.port]):
+            served[system_conn.pid] = ports[remote.port]
     return served
 
 
@@ -297,7 +298,7 @@ def resolve_debuggee(pid: int) -> tuple[int, str]:
 def debugpy_adapter_of(debuggee_pid: int, port: int) -> int | None:
     """The PID of the debugpy adapter listening on ``port`` for this debuggee, if any."""
     for conn in psutil.net_connections("tcp"):
-        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port and conn.pid:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
             return int(conn.pid) if conn.pid != debuggee_pid else None
     return None
 

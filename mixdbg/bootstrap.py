@@ -42,7 +42,7 @@ def _start_debugpy(host, port, status_fd):
 
         bound_host, bound_port = debugpy.listen((host, port))
     except Exception as err:  # reported to mixdbg, which words it for the user
-        _report(status_fd, {"error": "%s: %s" % (type(err).__name__, err)})
+        _report(status_fd, {"error": f"{type(err).__name__}: {err}"})
         os._exit(69)
     return bound_host, bound_port
 

@@ -79,7 +79,7 @@ def _native_frame(gdb_frame):
         "file": file_name,
         "line": line,
         "library": library,
-        "address": "0x%x" % pc,
+        "address": f"{pc:#x}",
     }
 
 
@@ -97,7 +97,7 @@ def mixed_stack(max_frames):
             try:
                 python = _python_frames(frame_class, gdb_frame)
             except Exception as err:  # noqa: BLE001 - report, keep the native frame
-                status = "partial: %s" % err
+                status = f"partial: {err}"
         frames.extend(python if python else [described])
         try:
             gdb_frame = gdb_frame.older()

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import runpy
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 #: Python frames of mixdbg's launcher and of runpy sit below every user script; hide them.
 HIDDEN_PYTHON_FILES = frozenset({
@@ -83,7 +84,7 @@ def interpreter_gdb_scripts(executable: str, libraries: Iterable[str] = ()) -> l
 
 def _is_interpreter_frame(frame: Frame) -> bool:
     library = Path(frame.library or "").name
-    return frame.kind == "native" and (library.startswith("libpython") or library.startswith("python"))
+    return frame.kind == "native" and library.startswith(("libpython", "python"))
 
 
 def format_stack(stack: MixedStack, collapse_interpreter: bool = True) -> list[str]:

@@ -11,9 +11,10 @@ import sys
 import sysconfig
 import time
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import psutil
 import pytest
@@ -69,7 +70,7 @@ def cext(tmp_path_factory: pytest.TempPathFactory) -> CExtension:
 @pytest.fixture(scope="session")
 def torch_installed() -> None:
     """Skip unless torch is importable by the interpreter running the tests."""
-    probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True)
+    probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, check=False)
     if probe.returncode != 0:
         pytest.skip("torch is not installed")
 
@@ -98,7 +99,7 @@ def run_mixdbg(args: Sequence[str], env: dict[str, str] | None = None, timeout: 
                cwd: Path | None = None) -> MixdbgRun:
     """Run ``python -m mixdbg ARGS`` to completion; parse stdout as JSON lines if it is."""
     proc = subprocess.run([sys.executable, "-m", "mixdbg", *args], env=env, cwd=cwd, timeout=timeout,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
     events = []
     for line in proc.stdout.splitlines():
         if line.startswith("{"):

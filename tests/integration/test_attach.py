@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from conftest import CExtension, run_mixdbg
@@ -72,7 +72,7 @@ def attach_in_background(pid: int, cext: CExtension, gate: Path) -> dict[str, ob
 
 
 def test_attach_to_the_debuggee(cext: CExtension, running_target: tuple[subprocess.Popen[str], dict[str, int], Path]) -> None:
-    proc, info, gate = running_target
+    _, info, gate = running_target
     run = attach_in_background(info["pid"], cext, gate)
     events = run["events"]
     assert isinstance(events, list)
@@ -83,7 +83,7 @@ def test_attach_to_the_debuggee(cext: CExtension, running_target: tuple[subproce
 
 def test_attach_through_the_adapter_pid(cext: CExtension, running_target: tuple[subprocess.Popen[str], dict[str, int], Path]) -> None:
     # Given the PID of the debugpy adapter, not of the debuggee
-    proc, info, gate = running_target
+    _, info, gate = running_target
     adapter = None
     for _ in range(50):
         adapter = debugpy_adapter_of(info["pid"], info["port"])
@@ -105,7 +105,7 @@ def test_attach_through_the_adapter_pid(cext: CExtension, running_target: tuple[
 
 
 def test_ps_lists_roles(running_target: tuple[subprocess.Popen[str], dict[str, int], Path]) -> None:
-    proc, info, gate = running_target
+    _, info, _ = running_target
     result = run_mixdbg(["ps", "--json"])
     rows = json.loads(result.stdout)
     roles = {row["pid"]: row["role"] for row in rows}

@@ -24,7 +24,7 @@ def test_seed_breakpoints_on_testdebug(torch_installed: None) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     stops = result.of("stopped")
     assert [s["breakpoint"] for s in stops][:2] == [1, 2]
-    assert set(s["breakpoint"] for s in stops[2:]) == {3} and len(stops) >= 3
+    assert {s["breakpoint"] for s in stops[2:]} == {3} and len(stops) >= 3
     tops = [s["frames"][0]["function"] for s in stops]
     assert not any("@plt" in top for top in tops)
     assert tops[0] == "PyInit__C"

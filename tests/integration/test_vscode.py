@@ -14,7 +14,7 @@ from conftest import CExtension, run_mixdbg
 from dap_client import DapClient
 
 from mixdbg.attach import process_state
-from mixdbg.gdbmi import GdbMi, MiRecord
+from mixdbg.gdbmi import GdbCommandError, GdbMi, MiRecord
 from mixdbg.launch_gen import CPPDBG_NAME, DEBUGPY_NAME, launch_json_path, read_configurations
 
 pytestmark = pytest.mark.timeout(120)
@@ -75,7 +75,7 @@ def test_f5_attaches_python_and_gdb_to_the_same_process(cext: CExtension, tmp_pa
         for setup in cpp["setupCommands"]:
             try:
                 gdb.command(setup["text"])
-            except Exception:
+            except GdbCommandError:
                 assert setup.get("ignoreFailures"), setup
         assert Path(cpp["program"]).resolve() == Path(f"/proc/{pid}/exe").resolve()
         gdb.command(f"-target-attach {pid}", 60)
@@ -99,7 +99,7 @@ def test_f5_attaches_python_and_gdb_to_the_same_process(cext: CExtension, tmp_pa
         dap.wait_for("response", "continue")
         dap.wait_for("event", "terminated", timeout=60)
         dap.request("disconnect")
-        out, err = run.communicate(timeout=60)
+        _, err = run.communicate(timeout=60)
         assert run.returncode == 0, err
         assert "native 2" in err
     finally:
