@@ -26,7 +26,7 @@ from typing import IO
 
 import psutil
 
-from mixdbg.errors import NotFoundError, UnavailableError, UsageError
+from mixdbg.errors import DataError, NotFoundError, UnavailableError, UsageError
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 #: Inherited from a parent debugged by debugpy, these silently disable ``--listen``.
@@ -94,6 +94,8 @@ def check_target(target: Target) -> None:
         if not target.name:
             raise UsageError("empty module name after -m")
         return
+    if not target.name:
+        raise UsageError("empty script path")
     path = Path(target.name)
     if not path.exists():
         raise NotFoundError(f"script not found: {target.name}")
@@ -189,6 +191,11 @@ def _read_report(fd: int, process: subprocess.Popen[bytes]) -> dict[str, object]
         raise UnavailableError(f"the debuggee exited before debugpy started (exit code {code})",
                                hint="its own error output is above")
     report: dict[str, object] = json.loads(data.split(b"\n", 1)[0])
+    syntax = report.get("syntax")
+    if isinstance(syntax, dict):
+        process.wait()
+        where = f", line {syntax['line']}" if syntax.get("line") else ""
+        raise DataError(f"{syntax['file']}{where}: {syntax['message']}; the script was not run")
     if "error" in report:
         process.wait()
         raise UnavailableError(f"debugpy could not start: {report['error']}")

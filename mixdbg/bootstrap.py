@@ -47,6 +47,25 @@ def _start_debugpy(host, port, status_fd):
     return bound_host, bound_port
 
 
+def _check_syntax(kind, target, status_fd):
+    """Compile a script file with the user's interpreter before anything runs, so that a
+    syntax error is one line from mixdbg rather than a traceback from inside the debugger."""
+    if kind != "script" or not os.path.isfile(target):
+        return
+    with open(target, "rb") as handle:
+        source = handle.read()
+    if source[:4] == b"PK\x03\x04":  # a zip application: runpy reads it, not compile()
+        return
+    try:
+        compile(source, target, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        _report(status_fd, {"syntax": {"file": target, "line": err.lineno, "message": err.msg}})
+        os._exit(65)
+    except ValueError as err:  # e.g. NUL bytes in the source
+        _report(status_fd, {"syntax": {"file": target, "line": None, "message": str(err)}})
+        os._exit(65)
+
+
 def _run_target(kind, target, args):
     """Run the user's code as the interpreter itself would."""
     if kind == "module":
@@ -66,6 +85,7 @@ def main(argv):
     kind, target, args = argv[6], argv[7], argv[8:]
     # Python put this file's directory first on sys.path; the user's code must not see it.
     del sys.path[0]
+    _check_syntax(kind, target, status_fd)
     ptracer_set = _declare_tracer(tracer)
     bound_host, bound_port = _start_debugpy(host, port, status_fd)
     _report(status_fd, {

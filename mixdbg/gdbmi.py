@@ -183,6 +183,9 @@ class GdbMi:
         if self._proc is None or self._proc.stdin is None:
             raise GdbExitedError("gdb is not running")
         token = next(self._tokens)
+        # Arguments and paths that are not UTF-8 reach us as surrogate escapes: give gdb the
+        # user's original bytes (a strict encode would fail, and look like gdb had exited).
+        line = f"{token}{command}\n".encode("utf-8", "surrogateescape")
         pending = _Pending()
         with self._lock:
             if self._exited.is_set():
