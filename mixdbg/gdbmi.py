@@ -192,7 +192,7 @@ class GdbMi:
                 raise GdbExitedError(f"gdb exited before '{command}' could be sent")
             self._pending[token] = pending
             try:
-                self._proc.stdin.write(f"{token}{command}\n".encode())
+                self._proc.stdin.write(line)
                 self._proc.stdin.flush()
             except (BrokenPipeError, ValueError) as err:
                 self._pending.pop(token, None)
