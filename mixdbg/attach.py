@@ -160,11 +160,28 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
         raise
     finally:
         os.close(status_read)
+    pid = _confirm_debuggee(int(str(report["pid"])), process)
     return Debuggee(
-        pid=int(str(report["pid"])), host=str(report["host"]), port=int(str(report["port"])),
+        pid=pid, host=str(report["host"]), port=int(str(report["port"])),
         python=str(report["python"]), process=process, gate_fd=gate_write,
         ptracer=bool(report["ptracer"]),
     )
+
+
+def _confirm_debuggee(pid: int, process: subprocess.Popen[bytes]) -> int:
+    """Check with psutil that the reported PID is the process we started (or, when the
+    interpreter is a wrapper such as ``conda run``, one of its descendants), and never the
+    debugpy adapter (a daemon that debugpy.listen() spawns)."""
+    if pid != process.pid:
+        try:
+            descendants = {child.pid for child in psutil.Process(process.pid).children(recursive=True)}
+        except psutil.NoSuchProcess:
+            descendants = set()
+        if pid not in descendants:
+            raise MixdbgError(f"the debuggee reported PID {pid}, which is not a process mixdbg started")
+    if _cmdline_role(_process(pid)) == ROLE_ADAPTER:
+        raise MixdbgError(f"PID {pid} is a debugpy adapter, not the debuggee")
+    return pid
 
 
 def _read_report(fd: int, process: subprocess.Popen[bytes]) -> dict[str, object]:
