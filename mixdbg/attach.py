@@ -26,7 +26,7 @@ from typing import IO
 
 import psutil
 
-from mixdbg.errors import DataError, NotFoundError, UnavailableError, UsageError
+from mixdbg.errors import DataError, MixdbgError, NotFoundError, UnavailableError, UsageError
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 #: Inherited from a parent debugged by debugpy, these silently disable ``--listen``.
