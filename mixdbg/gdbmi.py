@@ -19,8 +19,9 @@ import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from pygdbmi.gdbmiparser import parse_response
 
@@ -147,6 +148,9 @@ class GdbMi:
         args = [
             self._path, "--nx", "--quiet", "--interpreter=mi3",
             "-iex", "set debuginfod enabled off",
+            # Caches gdb's index of DWARF (libpython, -g extensions, DEBUG=1 builds) across
+            # runs: measured 0.53 s -> 0.33 s to attach to python 3.11 here.
+            "-iex", "set index-cache enabled on",
             *self._extra_args,
         ]
         # Why the debuggee outlives a SIGKILLed mixdbg (which runs no cleanup at all): gdb's
