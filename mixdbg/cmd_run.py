@@ -273,8 +273,24 @@ def _go(session: Session, started: SessionStarted, interactive: bool, output: Ou
         if interactive:
             start_prompt(session, output)
         return session.run()
+    except OSError as err:
+        if err.errno not in (errno.EIO, errno.EPIPE):
+            raise
+        # Our terminal (EIO) or the reader of our output (EPIPE) is gone: nobody sees stops
+        # any more. End like SIGHUP/SIGPIPE would; the caller's close() detaches as always.
+        _silence_stdio()
+        return 128 + (signal.SIGHUP if err.errno == errno.EIO else signal.SIGPIPE)
     finally:
         server.close()
+
+
+def _silence_stdio() -> None:
+    """Point our stdout/stderr at /dev/null, so that no later write (or the flush at exit)
+    fails again on the vanished terminal or pipe (the debuggee's own fds are unaffected)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 def _cmdline(pid: int) -> list[str]:
