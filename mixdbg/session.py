@@ -38,6 +38,8 @@ HELPER_SCRIPT = Path(__file__).with_name("gdb_helper.py")
 CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL"})
 #: Time allowed for gdb to report a stop after an interrupt, and to detach.
 STOP_TIMEOUT = 10.0
+#: After gdb died: how long to watch the debuggee before saying it runs on.
+FATE_GRACE = 1.0
 
 
 class SessionEnded(Exception):
@@ -328,7 +330,16 @@ class Session:
                              f"{fate} ({repair})")
 
     def _debuggee_fate(self) -> str | None:
-        """How the debuggee ended, or None while it still runs."""
+        """How the debuggee ended, or None if it still runs after a short grace period: a
+        SIGTRAP the kernel queued at gdb's exit is delivered only once the thread runs."""
+        deadline = time.monotonic() + FATE_GRACE
+        while True:
+            fate = self._debuggee_fate_now()
+            if fate is not None or time.monotonic() > deadline:
+                return fate
+            time.sleep(0.05)
+
+    def _debuggee_fate_now(self) -> str | None:
         if self._child is not None:
             returncode = self._child.process.poll()
             if returncode is None:

@@ -163,7 +163,9 @@ def test_gdb_killed_while_the_debuggee_is_stopped_at_the_prompt(cext: CExtension
         pid, gdb = int(child.match.group(1)), int(child.match.group(2))
         child.expect_exact("(mixdbg) ")
         os.kill(gdb, signal.SIGKILL)
-        child.expect(rf"mixdbg: gdb \(pid {gdb}\) died; the debuggee \(pid {pid}\) runs on")
+        # (it may even finish within the second mixdbg watches it before saying "runs on")
+        child.expect(rf"mixdbg: gdb \(pid {gdb}\) died(; the debuggee \(pid {pid}\) runs on|"
+                     rf", and the debuggee \(pid {pid}\) exited with code 7)")
         child.expect(pexpect.EOF, timeout=90)
     finally:
         child.close(force=False)
@@ -171,5 +173,5 @@ def test_gdb_killed_while_the_debuggee_is_stopped_at_the_prompt(cext: CExtension
             end_by_pid([pid])
     mixdbg, fates = fates_of(tmp_path)
     assert fates[mixdbg] == Fate(75, None)
-    assert fates[pid] == Fate(7, None)
+    assert fates.get(pid, Fate(7, None)) == Fate(7, None)  # reaped by mixdbg if it finished first
     assert (tmp_path / "result").read_text() == "6"
