@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CExtension, MixdbgRun, run_mixdbg
-from faultkit import json_run_args
+from faultkit import Scenario, json_run_args
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -279,3 +279,35 @@ def test_launch_json_mixdbg_must_not_touch(tmp_path: Path, kind: str, code: int 
         (workspace / ".vscode").chmod(0o755)
     assert_one_line_error(result, code)
     assert after == before
+
+
+GATED = """\
+import os, time
+while not os.path.exists("gate"):
+    time.sleep(0.05)
+"""
+
+
+@pytest.mark.parametrize("args, code", [
+    ([""], 64),
+    (["--delete", "999"], {64, 66}),
+    (["--regex", "("], 64),
+    pytest.param(["x" * 100_000], 64, marks=pytest.mark.xfail(
+        strict=True, reason="the control client sends it and the server refuses 'request larger than "
+        "65536 bytes' as a ProtocolError, exit 70 (documented as a bug of mixdbg), not a usage error")),
+])
+def test_break_with_bad_input_against_a_live_session(cext: CExtension, tmp_path: Path, args: list[str],
+                                                     code: int | set[int]) -> None:
+    write = tmp_path / "script.py"
+    write.write_text(GATED)
+    scenario = Scenario(json_run_args() + ["script.py"], cext.env(), tmp_path)
+    try:
+        session = scenario.wait_event("session")
+        result = run_mixdbg(["break", "--session", str(session["pid"]), *args], cwd=tmp_path)
+        (tmp_path / "gate").touch()
+        scenario.finish(60)
+    finally:
+        (tmp_path / "gate").touch()
+        scenario.close()
+    assert_one_line_error(result, code, "break")
+    assert scenario.of("exited") == [{"event": "exited", "code": 0, "signal": None}]  # unharmed
