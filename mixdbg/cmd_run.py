@@ -18,7 +18,7 @@ from mixdbg.errors import UsageError
 from mixdbg.events import Exited, SessionStarted
 from mixdbg.output import Output
 from mixdbg.prompt import start_prompt
-from mixdbg.session import Session
+from mixdbg.session import Session, SessionEnded
 
 RUN_HELP = """\
 Run a Python script (or -m module) under debugpy and gdb at once.
@@ -175,6 +175,8 @@ def _run(args: argparse.Namespace) -> int:
                 gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer)
             return _go(session, started, interactive, output, release=debuggee.release,
                        waiting=args.wait_for_client)
+        except SessionEnded as end:  # a signal's detach already ran while gdb was attaching
+            return end.code
         finally:
             session.close()
 
@@ -253,6 +255,8 @@ def _attach(args: argparse.Namespace) -> int:
                 python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(_cmdline(pid)),
                 gdb_pid=session.gdb.pid, how=how, ptracer=None)
             return _go(session, started, interactive, output, release=None, waiting=False)
+        except SessionEnded as end:  # a signal's detach already ran while gdb was attaching
+            return end.code
         finally:
             session.close()
 

@@ -203,3 +203,31 @@ def test_reader_of_json_output_goes_away(cext: CExtension, tmp_path: Path) -> No
     assert fates[session["pid"]] == Fate(7, None)
     assert (tmp_path / "result").read_text() == "6"
     assert_no_traceback((tmp_path / "stderr").read_text())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_while_the_session_starts(cext: CExtension, tmp_path: Path, signum: int) -> None:
+    # Given a debuggee whose start-up is slow (a site hook marks it, then waits a moment)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os, sys, time\nif sys.argv[0].endswith('bootstrap.py'):\n"
+        "    open('starting', 'w').close()\n    time.sleep(2)\n")
+    write_script(tmp_path, STOPPER)
+    env = cext.env()
+    env["PYTHONPATH"] = f"{hooks}{os.pathsep}{env['PYTHONPATH']}"
+    scenario = Scenario(json_run_args("native_step") + ["script.py"], env, tmp_path)
+    try:
+        # When mixdbg is signalled before the session has started
+        wait_for((tmp_path / "starting").exists, 60, "the debuggee to start")
+        mixdbg = scenario.mixdbg_pid
+        os.kill(mixdbg, signum)
+        fates = scenario.finish(90)
+    finally:
+        scenario.close()
+    # Then it still ends as the signal says (not as an 'internal error'), the script runs
+    # to its end undebugged, and nothing is left
+    assert fates[mixdbg] == Fate(128 + signum, None), scenario.stderr()
+    assert "internal error" not in scenario.stderr()
+    assert (tmp_path / "result").read_text() == "6"
+    assert Fate(7, None) in fates.values()
