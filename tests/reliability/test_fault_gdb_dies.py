@@ -146,7 +146,11 @@ def test_gdb_killed_while_a_hot_breakpoint_is_hit(cext: CExtension, tmp_path: Pa
     if session["pid"] in fates:
         assert fates[session["pid"]] == Fate(7, None) and "runs on" in lines[0]
     else:
-        assert f"the debuggee (pid {session['pid']}) was killed by SIGTRAP" in lines[0]
+        # mostly SIGTRAP (an int3 executed after gdb's death); SIGSEGV/SIGILL when gdb died
+        # after the trap but before it moved the PC back onto the breakpoint's address, so
+        # the thread resumed one byte into the original instruction
+        assert re.search(rf"the debuggee \(pid {session['pid']}\) was killed by SIG(TRAP|SEGV|ILL|BUS)",
+                         lines[0]), lines[0]
     print(f"hot breakpoint, gdb SIGKILLed; mixdbg said: {lines[0]}")
 
 
