@@ -56,7 +56,7 @@ class LaunchOptions:
     python: str
     host: str
     port: int
-    wait_for_client: bool = False
+    wait_for_client: bool = False  # also lets debugpy follow child processes (see bootstrap)
     tracer: int | None = None  # None: any process of ours may trace (VS Code's gdb)
     stdout: IO[str] | None = None  # None: inherit ours
     stdin_devnull: bool = False
@@ -136,7 +136,7 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
     argv = [
         options.python, "-Xfrozen_modules=off", str(BOOTSTRAP), str(status_write), str(gate_read),
         options.host, str(options.port), "1" if options.wait_for_client else "0", tracer,
-        target.kind, target.name, *target.args,
+        "1" if options.wait_for_client else "0", target.kind, target.name, *target.args,
     ]
     try:
         # Own session: a Ctrl-C at the terminal is mixdbg's to handle, not the script's.

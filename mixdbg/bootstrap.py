@@ -10,8 +10,8 @@ It runs inside the user's interpreter, before the user's script, and does four t
    i.e. mixdbg died, also opens the gate: the user's program always gets to run);
 4. runs the script or module exactly as ``python SCRIPT`` / ``python -m MODULE`` would.
 
-Usage: bootstrap.py STATUS_FD GATE_FD HOST PORT WAIT_FOR_CLIENT TRACER (script|module) TARGET [ARGS...]
-TRACER is a pid, or "any". Only the standard library and debugpy are used before step 4.
+Usage: bootstrap.py STATUS_FD GATE_FD HOST PORT WAIT_FOR_CLIENT TRACER CHILDREN (script|module) TARGET [ARGS...]
+TRACER is a pid, or "any". CHILDREN is 1 to let debugpy follow child processes. Only the standard library and debugpy are used before step 4.
 """
 
 import json
@@ -35,11 +35,16 @@ def _report(status_fd, message):
     os.write(status_fd, (json.dumps(message) + "\n").encode())
 
 
-def _start_debugpy(host, port, status_fd):
-    """Listen for a DAP client; report the outcome on the status pipe."""
+def _start_debugpy(host, port, children, status_fd):
+    """Listen for a DAP client; report the outcome on the status pipe.
+
+    debugpy's child-process support rewrites exec() to reconnect the new program to its
+    adapter; with no client attached the adapter is gone by then and the program dies, so
+    it is on only when a client is expected (``children``)."""
     try:
         import debugpy
 
+        debugpy.configure(subProcess=children)
         bound_host, bound_port = debugpy.listen((host, port))
     except Exception as err:  # reported to mixdbg, which words it for the user
         _report(status_fd, {"error": f"{type(err).__name__}: {err}"})
@@ -82,12 +87,13 @@ def main(argv):
     status_fd, gate_fd = int(argv[0]), int(argv[1])
     host, port, wait_for_client = argv[2], int(argv[3]), argv[4] == "1"
     tracer = None if argv[5] == "any" else int(argv[5])
-    kind, target, args = argv[6], argv[7], argv[8:]
+    children = argv[6] == "1"
+    kind, target, args = argv[7], argv[8], argv[9:]
     # Python put this file's directory first on sys.path; the user's code must not see it.
     del sys.path[0]
     _check_syntax(kind, target, status_fd)
     ptracer_set = _declare_tracer(tracer)
-    bound_host, bound_port = _start_debugpy(host, port, status_fd)
+    bound_host, bound_port = _start_debugpy(host, port, children, status_fd)
     _report(status_fd, {
         "pid": os.getpid(), "host": bound_host, "port": bound_port,
         "python": sys.executable, "ptracer": ptracer_set,

@@ -56,6 +56,8 @@ def parse_spec(text: str) -> BreakSpec:
         location, condition = match.group("location").strip(), match.group("condition").strip()
     if not location or location.startswith("if "):
         raise UsageError(f"breakpoint spec has a condition but no location: {text!r}")
+    if location == "if" or location.endswith((" if", "\tif")):
+        raise UsageError(f"breakpoint spec has 'if' but no condition: {text!r}")
     line_match = _FILE_LINE.match(location)
     if line_match and int(line_match.group("line")) == 0:
         raise UsageError(f"line numbers start at 1: {text!r}")

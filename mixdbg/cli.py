@@ -10,7 +10,8 @@ import argparse
 import os
 import sys
 import traceback
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from mixdbg import __version__, cmd_break, cmd_doctor, cmd_run, cmd_setup
 from mixdbg.errors import MixdbgError, UsageError

@@ -7,10 +7,11 @@ import errno
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from mixdbg import attach, control, launch_gen
 from mixdbg.breakpoints import BreakSpec, parse_spec
@@ -46,7 +47,7 @@ With --json or without a terminal, stops are printed and the debuggee continues.
 """
 
 
-def register(verbs: "argparse._SubParsersAction[Any]") -> None:
+def register(verbs: argparse._SubParsersAction[Any]) -> None:
     """Add ``run``, ``attach`` and ``ps``."""
     run = verbs.add_parser("run", help="launch a script under debugpy + gdb", description=RUN_HELP,
                            epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -530,6 +530,9 @@ def call(path: Path, verb: str, args: dict[str, Any] | None = None,
          timeout: float = REPLY_TIMEOUT) -> dict[str, Any]:
     """Send one request to the session at ``path``; return its result or raise its error."""
     line = json.dumps({"v": PROTOCOL_VERSION, "verb": verb, "args": args or {}}).encode() + b"\n"
+    if len(line) > MAX_REQUEST:
+        raise UsageError(f"request too large for a session ({len(line)} bytes, at most {MAX_REQUEST}): "
+                         "is that argument what you meant?")
     return _exchange(path, line, timeout)
 
 

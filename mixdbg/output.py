@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, SessionStarted, Stopped
 from mixdbg.stack import format_stack

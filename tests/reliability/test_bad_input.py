@@ -105,9 +105,7 @@ CASES = [
     ("run", ["--host", "0.0.0.0", "script.py"], 64),
     ("run", ["-b", "", "script.py"], 64),
     ("run", ["-b", "*0x", "script.py"], 64),
-    pytest.param("run", ["-b", "f if", "script.py"], 64, marks=pytest.mark.xfail(
-        strict=True, reason="breakpoints.parse_spec takes 'f if' (condition missing) for a function "
-        "name: the run goes ahead with a breakpoint that never resolves")),
+    ("run", ["-b", "f if", "script.py"], 64),
     ("run", ["--python", "/nonexistent/python3", "script.py"], {66, 69}),
     ("run", ["--python", "pkgdir", "script.py"], {66, 69}),
     ("run", ["--gdb", "/nonexistent/gdb", "script.py"], 69),
@@ -145,8 +143,7 @@ CASES = [
     ("setup", ["--source-map", "=/x"], 64),
     ("setup", ["--python", "/nonexistent/python3"], {64, 66}),
     ("ptrace", ["--pid", "abc"], 64),
-    pytest.param("ptrace", ["--pid", "0"], 64, marks=pytest.mark.xfail(
-        strict=True, reason="'mixdbg ptrace --pid 0' reports on a target '0 (None)' and exits 0")),
+    ("ptrace", ["--pid", "0"], 64),
     ("ptrace", ["--pid", "4194303"], 66),
     ("ptrace", ["--pid", HUGE], {64, 66}),
     ("ptrace", ["--fix", "--restore"], 64),
@@ -292,9 +289,7 @@ while not os.path.exists("gate"):
     ([""], 64),
     (["--delete", "999"], {64, 66}),
     (["--regex", "("], 64),
-    pytest.param(["x" * 100_000], 64, marks=pytest.mark.xfail(
-        strict=True, reason="the control client sends it and the server refuses 'request larger than "
-        "65536 bytes' as a ProtocolError, exit 70 (documented as a bug of mixdbg), not a usage error")),
+    (["x" * 100_000], 64),
 ])
 def test_break_with_bad_input_against_a_live_session(cext: CExtension, tmp_path: Path, args: list[str],
                                                      code: int | set[int]) -> None:

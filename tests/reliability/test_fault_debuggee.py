@@ -71,9 +71,6 @@ def test_fork_child_runs_undebugged_and_unharmed(cext: CExtension, tmp_path: Pat
     assert len(result.of("stopped")) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="debugpy's subprocess support rewrites os.execv to reconnect the new "
-                   "image to the adapter, which has already gone (no DAP client): the exec'd program dies "
-                   "with ConnectionRefusedError. Plain 'python -m debugpy --listen' does the same.")
 def test_exec_runs_the_new_program(cext: CExtension, tmp_path: Path) -> None:
     script = write_script(tmp_path, (
         "import os, sys, mixdbg_testext as ext\next.loop(1)\n"
