@@ -221,11 +221,17 @@ def _read_report(fd: int, process: subprocess.Popen[bytes]) -> dict[str, object]
 
 # --- Roles of existing processes -------------------------------------------------------
 
-def _cmdline(proc: psutil.Process) -> list[str]:
+def command_line(pid: int, proc_root: Path = Path("/proc")) -> list[str]:
+    """A process's arguments, printable (undecodable bytes replaced); empty if it is gone."""
     try:
-        return proc.cmdline()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        raw = (proc_root / str(pid) / "cmdline").read_bytes()
+    except OSError:
         return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    return command_line(proc.pid)
 
 
 def _cmdline_role(proc: psutil.Process) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from mixdbg import attach, control, launch_gen
 from mixdbg.breakpoints import BreakSpec, parse_spec
@@ -155,7 +155,7 @@ def _run(args: argparse.Namespace) -> int:
         return _run_for_vscode(args, target, output)
     interactive = _interactive(args)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
-    with _signals(session, interactive):
+    with _on_signals(_session_signals(session, interactive)):
         try:
             # gdb first: a spec it cannot parse fails before the script ever starts, and the
             # breakpoints are already in place (pending) while debugpy starts up.
@@ -211,7 +211,7 @@ def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Out
         output.say(f"wrote PID {debuggee.pid} and port {debuggee.port} into {path}\n"
                    f"in VS Code, press F5 on '{launch_gen.COMPOUND_NAME}'; the script starts once "
                    "gdb and the Python debugger have attached")
-        with _signals_end_wait():
+        with _on_signals(_exit_on_signal):
             attach.wait_for_tracer(debuggee.pid, debuggee.process)
             debuggee.release()
             code, signal_name = attach.exit_status(debuggee.process.wait())
@@ -221,23 +221,6 @@ def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Out
     return code if code is not None else 128 + signal.Signals[str(signal_name)].value
 
 
-@contextmanager
-def _signals_end_wait() -> Iterator[None]:
-    """While only waiting on the debuggee: SIGINT, SIGTERM and SIGHUP end mixdbg (the
-    debuggee, in its own session, runs on) with 128+N."""
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
-
-    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {signum: signal.signal(signum, on_signal) for signum in handled}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
 def _attach(args: argparse.Namespace) -> int:
     specs = _specs(args)
     output = Output(json_mode=args.json)
@@ -245,7 +228,7 @@ def _attach(args: argparse.Namespace) -> int:
     output.progress(how)
     interactive = _interactive(args)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
-    with _signals(session, interactive):
+    with _on_signals(_session_signals(session, interactive)):
         try:
             session.start_gdb()
             for spec in specs:
@@ -253,7 +236,7 @@ def _attach(args: argparse.Namespace) -> int:
             session.attach(pid)
             started = SessionStarted(
                 pid=pid, host=None, port=None, adapter_pid=None,
-                python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(_cmdline(pid)),
+                python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(attach.command_line(pid)),
                 gdb_pid=session.gdb.pid, how=how, ptracer=None)
             return _go(session, started, interactive, output, release=None, waiting=False)
         except SessionEnded as end:  # a signal's detach already ran while gdb was attaching
@@ -298,16 +281,22 @@ def _silence_stdio() -> None:
     os.close(devnull)
 
 
-def _cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return [part.decode(errors="replace") for part in handle.read().split(b"\0") if part]
-    except OSError:
-        return []
+Handler = Callable[[int, Optional[FrameType]], None]
+ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
-def _signals(session: Session, interactive: bool) -> Iterator[None]:
+def _on_signals(handler: Handler) -> Iterator[None]:
+    """Handle SIGINT, SIGTERM and SIGHUP with ``handler`` for the duration of the block."""
+    previous = {signum: signal.signal(signum, handler) for signum in ENDING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def _session_signals(session: Session, interactive: bool) -> Handler:
     """While a session runs: Ctrl-C at a terminal interrupts the debuggee (a second one, at
     the prompt, detaches); SIGINT without a terminal, SIGTERM and SIGHUP detach and exit."""
 
@@ -318,18 +307,18 @@ def _signals(session: Session, interactive: bool) -> Iterator[None]:
         else:
             session.queue.put(lambda s: s.detach(f"mixdbg received {name}", code=128 + signum))
 
-    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {signum: signal.signal(signum, on_signal) for signum in handled}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    return on_signal
+
+
+def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
+    """While mixdbg only waits on a debuggee it does not trace: end with 128+N; the
+    debuggee, in its own session, runs on."""
+    raise SystemExit(128 + signum)
 
 
 def _ps(args: argparse.Namespace) -> int:
     rows = [
-        {"pid": proc.pid, "role": role, "cmdline": " ".join(_cmdline(proc.pid))}
+        {"pid": proc.pid, "role": role, "cmdline": " ".join(attach.command_line(proc.pid))}
         for proc, role in attach.python_processes()
     ]
     Output(json_mode=args.json).table(rows, columns=("pid", "role", "cmdline"))
