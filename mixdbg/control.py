@@ -19,11 +19,9 @@ session thread: they only put actions on its queue.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import os
-import re
 import socket
 import stat
 import struct
@@ -33,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from mixdbg import symbols
 from mixdbg.breakpoints import Breakpoint, BreakSpec, parse_spec
 from mixdbg.errors import (
     DebuggerError,
@@ -43,7 +42,6 @@ from mixdbg.errors import (
     UsageError,
 )
 from mixdbg.events import Notice
-from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, mi_quote
 from mixdbg.session import Session, SessionEnded
 
 log = logging.getLogger(__name__)
@@ -332,9 +330,6 @@ def _action(connection: _Connection, verb: str, args: dict[str, Any]) -> Callabl
 DEFAULT_MAX_LOCATIONS = 50
 MAX_LOCATIONS_LIMIT = 1000
 MAX_SPEC = 4096
-#: Loaded function names that "did you mean" ranks (gdb's search stops collecting there).
-SUGGESTION_POOL = 1000
-_CLONE_SUFFIX = re.compile(r"(?: \[clone [^\]]*\])+$")
 
 
 def _check_args(verb: str, args: dict[str, Any]) -> None:
@@ -373,7 +368,7 @@ def _op_break(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str
     breakpoint = session.add_breakpoint(spec)
     unknown = breakpoint.pending and not spec.is_line
     return {"breakpoints": [_listed(breakpoint)],
-            "suggestions": suggestions(session, spec.location) if unknown else []}
+            "suggestions": symbols.suggestions(session.gdb, spec.location) if unknown else []}
 
 
 def _op_list(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str, Any]:
@@ -399,7 +394,7 @@ _OPERATIONS: dict[str, Callable[[Session, dict[str, Any], int], dict[str, Any]]]
 def _break_regex(session: Session, spec: BreakSpec, cap: int) -> list[Breakpoint]:
     """One breakpoint per loaded function matching the pattern, all or none within ``cap``."""
     # Room for the symbols that are dropped or merged: PLT stubs, clones, overloads.
-    names, truncated = function_names(session, spec.location, 4 * cap + 50)
+    names, truncated = symbols.function_names(session.gdb, spec.location, 4 * cap + 50)
     examples = f" (e.g. {', '.join(names[:3])})" if names else ""
     too_many = UsageError(f"the pattern {spec.location!r} matches more than {cap} locations{examples}",
                           hint=f"narrow the pattern, or raise --max-locations (at most {MAX_LOCATIONS_LIMIT})")
@@ -420,65 +415,6 @@ def _break_regex(session: Session, spec: BreakSpec, cap: int) -> list[Breakpoint
             session.delete_breakpoint(breakpoint.number)
         raise
     return created
-
-
-def function_names(session: Session, pattern: str, limit: int) -> tuple[list[str], bool]:
-    """Distinct breakable names of loaded functions matching gdb regex ``pattern`` (the
-    regex of 'info functions'), and whether gdb stopped at ``limit`` symbols.
-
-    The limit keeps a huge library (libtorch: 600k symbols) to one scan in gdb's C code,
-    never a Python loop over all of its symbols."""
-    result = session.gdb.command(f"-symbol-info-functions --include-nondebug --name {mi_quote(pattern)} "
-                                 f"--max-results {limit}", SLOW_COMMAND_TIMEOUT)
-    symbols = result.get("symbols") or {}
-    raw = [s["name"] for f in symbols.get("debug", []) for s in f.get("symbols", [])]
-    raw += [s["name"] for s in symbols.get("nondebug", [])]
-    names = dict.fromkeys(name for name in map(breakable_name, raw) if name)
-    return list(names), len(raw) >= limit
-
-
-def breakable_name(symbol: str) -> str | None:
-    """The qualified name to break on for a function symbol as gdb lists it, or None.
-
-    gdb lists C++ minimal symbols with parameters (``ns::f(int) const``) and compiler clones
-    with a suffix (``ns::f(int) [clone .cold]``): both are cut off. PLT stubs, lambdas
-    (``f()::{lambda()#1}::operator()``) and unbalanced names give None."""
-    if "@plt" in symbol or "{" in symbol:
-        return None
-    text = _CLONE_SUFFIX.sub("", symbol).removesuffix(" const")
-    if not text.endswith(")") or text.endswith("operator()"):
-        return text
-    depth = 0
-    for index in range(len(text) - 1, 0, -1):
-        depth += {")": 1, "(": -1}.get(text[index], 0)
-        if depth == 0:
-            return text[:index]
-    return None
-
-
-def _bre_escape(text: str) -> str:
-    """``text`` as a literal in gdb's (POSIX basic) regular expressions."""
-    return "".join("\\" + c if c in "\\.[]*^$" else c for c in text)
-
-
-def suggestions(session: Session, name: str, count: int = 3) -> list[str]:
-    """Up to ``count`` loaded function names close to ``name`` (for "did you mean").
-
-    Candidates are names sharing its namespace and first letters, or the first letters of
-    its last component; each search is capped at ``SUGGESTION_POOL`` symbols."""
-    qualifier, _, base = name.rpartition("::")
-    patterns = [_bre_escape(base[:3])]
-    if qualifier:
-        patterns.insert(0, "^" + _bre_escape(f"{qualifier}::{base[:2]}"))
-    pool = dict.fromkeys(n for p in patterns for n in function_names(session, p, SUGGESTION_POOL)[0])
-
-    def score(candidate: str) -> float:
-        whole = difflib.SequenceMatcher(None, name, candidate).ratio()
-        last = difflib.SequenceMatcher(None, base, candidate.rsplit("::", 1)[-1]).ratio()
-        return max(whole, last)
-
-    ranked = sorted((c for c in pool if c != name), key=score, reverse=True)
-    return [c for c in ranked[:count] if score(c) >= 0.6]
 
 
 class _NoServer:

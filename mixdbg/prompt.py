@@ -12,6 +12,7 @@ import sys
 import threading
 from typing import Callable
 
+from mixdbg import symbols
 from mixdbg.breakpoints import parse_spec
 from mixdbg.errors import UsageError
 from mixdbg.output import Output
@@ -70,7 +71,7 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
     elif verb == "kill":
         session.kill()
     elif verb in ("b", "break"):
-        session.add_breakpoint(parse_spec(rest))
+        _break(session, rest)
     elif verb == "delete":
         session.delete_breakpoint(_number(rest))
     elif session.state != "stopped":
@@ -85,6 +86,16 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
         print(session.evaluate(rest), flush=True)
     else:
         raise UsageError(f"unknown command {shlex.quote(verb)} (type 'help')")
+
+
+def _break(session: Session, text: str) -> None:
+    """Add a breakpoint; a function no loaded library defines gets "did you mean"."""
+    spec = parse_spec(text)
+    breakpoint = session.add_breakpoint(spec)
+    if breakpoint.pending and not spec.is_line:
+        close = symbols.suggestions(session.gdb, spec.location)
+        if close:
+            print(f"did you mean: {', '.join(close)}?", flush=True)
 
 
 def _number(text: str) -> int:

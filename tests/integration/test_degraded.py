@@ -3,11 +3,11 @@ and say why the Python frames are missing (here: Debian's own /usr/bin/python3.1
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sysconfig
 from pathlib import Path
 
-import debugpy
 import pytest
 from conftest import CExtension, run_mixdbg
 
@@ -26,7 +26,9 @@ def test_stops_without_python_debug_info(cext: CExtension, tmp_path: Path) -> No
     # Given an interpreter that only sees debugpy and the extension, nothing else of ours
     site = tmp_path / "site"
     site.mkdir()
-    (site / "debugpy").symlink_to(Path(debugpy.__file__).parent)
+    debugpy = importlib.util.find_spec("debugpy")
+    assert debugpy is not None and debugpy.origin is not None
+    (site / "debugpy").symlink_to(Path(debugpy.origin).parent)
     script = tmp_path / "app.py"
     script.write_text("import mixdbg_testext as ext\next.loop(1)\n")
     env = dict(os.environ, PYTHONPATH=f"{site}:{cext.directory}")

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mixdbg import control
+from mixdbg import control, symbols
 from mixdbg.errors import MixdbgError, NotFoundError, UnavailableError, UsageError
 
 NOBODY = 65534
@@ -350,4 +350,4 @@ def test_unsafe_directory_means_no_live_commands_but_the_session_runs(rundir: Pa
     ("weird)", None),
 ])
 def test_breakable_names_from_gdb_symbols(symbol: str, name: str | None) -> None:
-    assert control.breakable_name(symbol) == name
+    assert symbols.breakable_name(symbol) == name
