@@ -6,7 +6,8 @@ before anything is written. mixdbg owns exactly three entries, recognised by nam
 (VS Code flags unknown keys, so there is no marker key): ``DEBUGPY_NAME``,
 ``CPPDBG_NAME`` and the compound ``COMPOUND_NAME``.
 
-Safety rules for the user's file (see docs of ``ensure_setup``):
+Safety rules for the user's file (reading, backups and atomic writes live in
+``user_files``; see also ``ensure_setup``):
 
 * it is edited as text with ``mixdbg.jsonc``: every byte outside the entries we own stays
   as it was, BOM and line endings included; an unparseable file is never written;
@@ -26,10 +27,8 @@ import glob
 import json
 import os
 import re
-import stat
 import sys
 import sysconfig
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -39,8 +38,8 @@ from typing import Any
 
 import jsonschema
 
-from mixdbg import jsonc
-from mixdbg.errors import CannotWriteError, DataError, MixdbgError, NotFoundError, UsageError
+from mixdbg import jsonc, user_files
+from mixdbg.errors import DataError, MixdbgError, NotFoundError, UsageError
 
 DEBUGPY_NAME = "mixdbg: Python (debugpy attach)"
 CPPDBG_NAME = "mixdbg: C++ (gdb attach)"
@@ -48,8 +47,6 @@ COMPOUND_NAME = "mixdbg: Python + C++"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5678
 PICK_PROCESS = "${command:pickProcess}"
-BACKUP_SUFFIX = ".mixdbg.bak"
-MAX_FILE_BYTES = 1 << 20
 TEMPLATES_PACKAGE = "mixdbg.vscode_templates"
 _SCHEMAS = {
     DEBUGPY_NAME: "debugpy-attach.schema.json",
@@ -102,16 +99,6 @@ class SetupResult:
             "c_cpp_properties": str(self.c_cpp_properties) if self.c_cpp_properties else None,
             "c_cpp_properties_action": self.c_cpp_properties_action,
         }
-
-
-@dataclass(frozen=True)
-class _FileState:
-    """A file as read for editing: its text (None if absent), BOM, mode and raw bytes."""
-
-    text: str | None
-    bom: bool = False
-    mode: int | None = None
-    raw: bytes = b""
 
 
 def launch_json_path(workspace: Path) -> Path:
@@ -223,7 +210,7 @@ def ensure_setup(workspace: Path, python: str, host: str, port: int, *,
     """
     entries = generate_entries(python, host, port, gdb=gdb, source_map=source_map)
     path = launch_json_path(_existing_dir(workspace))
-    state = _read_for_edit(path)
+    state = user_files.read_for_edit(path, _parse_root)
     added: list[str] = []
     updated: list[str] = []
     unchanged: list[str] = []
@@ -237,7 +224,7 @@ def ensure_setup(workspace: Path, python: str, host: str, port: int, *,
             {"added": added, "updated": updated, "unchanged": unchanged}[action].append(entry["name"])
     _check_merged(new_text, strict=True)
     changed = new_text != state.text
-    backup = None if dry_run or not changed else _commit(path, state, new_text)
+    backup = None if dry_run or not changed else user_files.commit(state, new_text, _user_content)
     cpp_path, cpp_action = _ensure_c_cpp_properties(workspace, dry_run)
     return SetupResult(path, state.text is None, changed, dry_run, backup, tuple(added), tuple(updated),
                        tuple(unchanged), state.text, new_text, cpp_path, cpp_action)
@@ -256,7 +243,7 @@ def set_attach_target(workspace: Path, pid: int, program: str, port: int) -> Pat
     if not program:
         raise UsageError("the program (the debuggee's executable) must not be empty")
     path = launch_json_path(_existing_dir(workspace))
-    state = _read_for_edit(path)
+    state = user_files.read_for_edit(path, _parse_root)
     if state.text is None:
         text = _new_launch_text(generate_entries(program, DEFAULT_HOST, port))
     else:
@@ -270,7 +257,7 @@ def set_attach_target(workspace: Path, pid: int, program: str, port: int) -> Pat
     text = _set_debugpy_port(text, port)
     _check_merged(text, strict=False)
     if text != state.text:
-        _commit(path, state, text)
+        user_files.commit(state, text, _user_content)
     return path
 
 
@@ -278,7 +265,7 @@ def read_configurations(path: Path) -> list[dict[str, Any]]:
     """The ``configurations`` of a launch.json, comments stripped (for tests and ``ps``)."""
     if not path.is_file():
         raise NotFoundError(f"{path} does not exist")
-    text, _ = _decode(_read_bytes(path), path)
+    text, _ = user_files.read_text(path)
     root = _parse_root(text, path)
     configurations = root.value.get("configurations", [])
     if not isinstance(configurations, list):
@@ -425,154 +412,12 @@ def _parse_root(text: str, path: Path | None = None) -> jsonc.Node:
     return root
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise DataError(f"cannot read {path}: {err.strerror}") from err
-    if len(data) > MAX_FILE_BYTES:
-        raise DataError(f"{path} is larger than {MAX_FILE_BYTES // 1024} KiB; "
-                        "not a launch.json mixdbg will edit")
-    return data
-
-
-def _decode(data: bytes, path: Path) -> tuple[str, bool]:
-    bom = data.startswith(b"\xef\xbb\xbf")
-    try:
-        text = data[3 if bom else 0:].decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path} is not UTF-8 text (binary?); it was left untouched") from err
-    if not text.strip():
-        raise DataError(f"{path} is empty; it was left untouched",
-                        hint="delete it and run 'mixdbg setup' to create a fresh one")
-    return text, bom
-
-
-def _read_for_edit(path: Path) -> _FileState:
-    """Read a launch.json we may rewrite, refusing anything we could not write back safely."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return _FileState(None)
-    except OSError as err:
-        raise CannotWriteError(f"cannot inspect {path}: {err.strerror}") from err
-    if stat.S_ISLNK(info.st_mode):
-        raise CannotWriteError(f"{path} is a symbolic link (to {os.readlink(path)}); mixdbg does not "
-                               "edit through links",
-                               hint="edit the target yourself, or replace the link by a copy")
-    if not stat.S_ISREG(info.st_mode):
-        raise CannotWriteError(f"{path} is not a regular file")
-    # Root ignores permission bits, so check them as well as os.access.
-    if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
-        raise CannotWriteError(f"{path} is read-only; it was left untouched")
-    raw = _read_bytes(path)
-    text, bom = _decode(raw, path)
-    _parse_root(text, path)
-    return _FileState(text, bom, stat.S_IMODE(info.st_mode), raw)
-
-
-def _commit(path: Path, state: _FileState, text: str) -> Path | None:
-    """Back up the old file (if any), then write ``text`` atomically; return the backup path."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise CannotWriteError(f"cannot create {path.parent}: {err.strerror}") from err
-    if (path.read_bytes() != state.raw) if state.text is not None else os.path.lexists(path):
-        raise CannotWriteError(f"{path} changed while mixdbg was editing it; nothing was written")
-    backup = _backup(path, state) if state.text is not None else None
-    data = (b"\xef\xbb\xbf" if state.bom else b"") + text.encode("utf-8")
-    _write_atomic(path, data, state.mode if state.mode is not None else 0o666 & ~_umask())
-    return backup
-
-
-def _backup(path: Path, state: _FileState) -> Path:
-    """The backup holding the user's content: the newest one if it already does, else a new one.
-
-    ``mixdbg run --vscode`` rewrites ``processId`` on every run; a backup per run would
-    pile up copies that differ only inside our own entries, so those are not repeated.
-    """
-    existing = sorted(path.parent.glob(glob.escape(path.name + BACKUP_SUFFIX) + "*"), key=_backup_index)
-    newest = existing[-1] if existing and _backup_index(existing[-1]) >= 0 else None
-    if newest is not None and state.text is not None and _holds_user_content(newest, state.text):
-        return newest
-    return _write_backup(path, state.raw)
-
-
-def _holds_user_content(backup: Path, text: str) -> bool:
-    """True when ``backup`` equals ``text`` outside mixdbg's entries (unreadable: False)."""
-    try:
-        previous, _ = _decode(_read_bytes(backup), backup)
-        return _user_content(previous) == _user_content(text)
-    except DataError:
-        return False
-
-
-def _backup_index(backup: Path) -> int:
-    """0 for ``launch.json.mixdbg.bak``, N for ``.bak.N``, -1 for other names."""
-    suffix = backup.name.rpartition(BACKUP_SUFFIX)[2]
-    if not suffix:
-        return 0
-    return int(suffix[1:]) if suffix[:1] == "." and suffix[1:].isdigit() else -1
-
-
 def _user_content(text: str) -> str:
     """``text`` without mixdbg's own entries: what a backup must preserve."""
     spans = [(node.start, node.end) for node in (_find(text, name) for name in _SCHEMAS) if node]
     for start, end in sorted(spans, reverse=True):
         text = text[:start] + text[end:]
     return text
-
-
-def _write_backup(path: Path, data: bytes) -> Path:
-    """Write ``data`` to the first free ``launch.json.mixdbg.bak[.N]`` (never overwriting one)."""
-    for index in range(1000):
-        candidate = path.with_name(path.name + BACKUP_SUFFIX + (f".{index}" if index else ""))
-        try:
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            continue
-        except OSError as err:
-            raise CannotWriteError(f"cannot write the backup {candidate}: {err.strerror}; "
-                                   "nothing changed") from err
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        return candidate
-    raise CannotWriteError(f"too many backups next to {path}; remove old {path.name}{BACKUP_SUFFIX}.* files")
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    """Write a temp file in the same directory, fsync it, then rename it over ``path``."""
-    try:
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".mixdbg.tmp")
-    except OSError as err:
-        raise CannotWriteError(f"cannot write in {path.parent}: {err.strerror}; nothing changed") from err
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError as err:
-        raise CannotWriteError(f"cannot write {path}: {err.strerror}; the old file is unchanged") from err
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def _find_compile_commands(workspace: Path) -> Path | None:
@@ -595,5 +440,6 @@ def _ensure_c_cpp_properties(workspace: Path, dry_run: bool) -> tuple[Path | Non
                      {"compile_commands": "${workspaceFolder}/" + relative})
     jsonschema.validate(document, schema("c_cpp_properties.schema.json"))
     if not dry_run:
-        _commit(path, _FileState(None), jsonc.dumps(document, jsonc.Style()) + "\n")
+        user_files.commit(user_files.UserFile(path, None), jsonc.dumps(document, jsonc.Style()) + "\n",
+                          _user_content)
     return path, "created"
