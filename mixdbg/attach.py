@@ -62,20 +62,71 @@ class LaunchOptions:
     stdin_devnull: bool = False
 
 
+class StatusPipe:
+    """The read end of the bootstrap's status pipe: one JSON report per line."""
+
+    def __init__(self, fd: int, process: subprocess.Popen[bytes]) -> None:
+        self.fd: int | None = fd
+        self.process = process
+        self._buffer = b""
+
+    def read(self) -> dict[str, object]:
+        """The next report, or the error it carries, or why it never came."""
+        assert self.fd is not None
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise UnavailableError(
+                        f"the debuggee (pid {self.process.pid}) did not start debugpy within "
+                        f"{STARTUP_TIMEOUT:.0f} s; it is left running")
+                if not selector.select(min(remaining, 1.0)):
+                    continue
+                chunk = os.read(self.fd, 4096)
+                if not chunk:
+                    break
+                self._buffer += chunk
+        if b"\n" not in self._buffer:
+            code = self.process.wait()
+            # Not a bug of ours (70): the interpreter or its site hooks ended it before our code ran.
+            raise UnavailableError(f"the debuggee exited before debugpy started (exit code {code})",
+                                   hint="its own error output is above")
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return _checked(json.loads(line), self.process)
+
+    def close(self) -> None:
+        """Close the pipe (idempotent)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 @dataclass
 class Debuggee:
-    """A debuggee we launched, held at the gate until ``release`` is called."""
+    """A debuggee we launched, held at the gate until ``release`` is called.
+
+    ``host``, ``port`` and ``python`` are known once ``wait_for_debugpy`` returned."""
 
     pid: int
-    host: str
-    port: int
-    python: str
     process: subprocess.Popen[bytes]
     gate_fd: int | None
+    status: StatusPipe
     ptracer: bool
+    host: str = ""
+    port: int = 0
+    python: str = ""
+
+    def wait_for_debugpy(self) -> None:
+        """Wait until debugpy listens (its adapter is up); learn its address."""
+        report = self.status.read()
+        self.status.close()
+        self.host, self.port, self.python = str(report["host"]), int(str(report["port"])), str(report["python"])
 
     def release(self) -> None:
         """Open the gate: the script starts running (idempotent)."""
+        self.status.close()
         if self.gate_fd is None:
             return
         try:
@@ -127,7 +178,8 @@ def child_environment() -> dict[str, str]:
 
 def launch(target: Target, options: LaunchOptions) -> Debuggee:
     """Start the target under debugpy, held before its first line; return once its real
-    pid and debugpy port are known. The caller must ``release()`` it."""
+    pid is known (debugpy is still starting: see ``Debuggee.wait_for_debugpy``). The caller
+    must ``release()`` it."""
     check_target(target)
     check_port_free(options.host, options.port)
     status_read, status_write = os.pipe()
@@ -153,19 +205,16 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
         raise NotFoundError(f"cannot start {options.python}: {err.strerror}") from err
     os.close(status_write)
     os.close(gate_read)
+    status = StatusPipe(status_read, process)
     try:
-        report = _read_report(status_read, process)
+        report = status.read()
+        pid = _confirm_debuggee(int(str(report["pid"])), process)
     except BaseException:
+        status.close()
         os.close(gate_write)
         raise
-    finally:
-        os.close(status_read)
-    pid = _confirm_debuggee(int(str(report["pid"])), process)
-    return Debuggee(
-        pid=pid, host=str(report["host"]), port=int(str(report["port"])),
-        python=str(report["python"]), process=process, gate_fd=gate_write,
-        ptracer=bool(report["ptracer"]),
-    )
+    return Debuggee(pid=pid, process=process, gate_fd=gate_write, status=status,
+                    ptracer=bool(report["ptracer"]))
 
 
 def _confirm_debuggee(pid: int, process: subprocess.Popen[bytes]) -> int:
@@ -184,30 +233,8 @@ def _confirm_debuggee(pid: int, process: subprocess.Popen[bytes]) -> int:
     return pid
 
 
-def _read_report(fd: int, process: subprocess.Popen[bytes]) -> dict[str, object]:
-    """Read the bootstrap's one-line JSON report, or explain why it never came."""
-    data = b""
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while b"\n" not in data:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise UnavailableError(
-                    f"the debuggee (pid {process.pid}) did not start debugpy within "
-                    f"{STARTUP_TIMEOUT:.0f} s; it is left running")
-            if not selector.select(min(remaining, 1.0)):
-                continue
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            data += chunk
-    if b"\n" not in data:
-        code = process.wait()
-        # Not a bug of ours (70): the interpreter or its site hooks ended it before our code ran.
-        raise UnavailableError(f"the debuggee exited before debugpy started (exit code {code})",
-                               hint="its own error output is above")
-    report: dict[str, object] = json.loads(data.split(b"\n", 1)[0])
+def _checked(report: dict[str, object], process: subprocess.Popen[bytes]) -> dict[str, object]:
+    """A bootstrap report, or the error it reports (the debuggee then exits)."""
     syntax = report.get("syntax")
     if isinstance(syntax, dict):
         process.wait()

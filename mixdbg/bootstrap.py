@@ -4,8 +4,8 @@ It runs inside the user's interpreter, before the user's script, and does four t
 
 1. declares the permitted tracer (``prctl(PR_SET_PTRACER)``) so that gdb may attach under
    Yama ``ptrace_scope=1`` without root (a no-op where Yama is absent);
-2. starts debugpy listening (``debugpy.listen``) and reports the real pid and port on the
-   status pipe as one JSON line;
+2. reports its pid on the status pipe (one JSON line), starts debugpy listening
+   (``debugpy.listen``) and reports the port (a second line);
 3. waits on the gate pipe until mixdbg has attached gdb and inserted every breakpoint (EOF,
    i.e. mixdbg died, also opens the gate: the user's program always gets to run);
 4. runs the script or module exactly as ``python SCRIPT`` / ``python -m MODULE`` would.
@@ -32,20 +32,29 @@ def _declare_tracer(tracer):
 
 
 def _report(status_fd, message):
-    os.write(status_fd, (json.dumps(message) + "\n").encode())
+    try:
+        os.write(status_fd, (json.dumps(message) + "\n").encode())
+    except OSError:
+        pass  # mixdbg is gone (or gave up on us): the script runs without it
 
 
 def _start_debugpy(host, port, children, status_fd):
     """Listen for a DAP client; report the outcome on the status pipe.
 
-    debugpy's child-process support rewrites exec() to reconnect the new program to its
-    adapter; with no client attached the adapter is gone by then and the program dies, so
-    it is on only when a client is expected (``children``)."""
+    When a client is expected (``children``: --wait-for-client, --vscode), debugpy runs its
+    usual adapter process, which also follows child processes. Otherwise the adapter runs
+    inside the debuggee: measured here, that halves debugpy's start (0.63 -> 0.29 s) and
+    exit (1.15 -> 0.56 s) and leaves no adapter process; and without child-process support
+    exec() works (debugpy's hook would reconnect the new program to an adapter that, with no
+    client, is already gone)."""
     try:
         import debugpy
 
         debugpy.configure(subProcess=children)
-        bound_host, bound_port = debugpy.listen((host, port))
+        address = debugpy.listen((host, port), in_process_debug_adapter=not children)
+        if address is None:  # debugpy older than 1.8.22 does not say where it listens
+            raise RuntimeError("debugpy >= 1.8.22 is needed (pip install -U debugpy)")
+        bound_host, bound_port = address
     except Exception as err:  # reported to mixdbg, which words it for the user
         _report(status_fd, {"error": f"{type(err).__name__}: {err}"})
         os._exit(69)
@@ -92,12 +101,10 @@ def main(argv):
     # Python put this file's directory first on sys.path; the user's code must not see it.
     del sys.path[0]
     _check_syntax(kind, target, status_fd)
-    ptracer_set = _declare_tracer(tracer)
+    # The pid first: mixdbg attaches gdb while debugpy starts up (about 0.7 s).
+    _report(status_fd, {"pid": os.getpid(), "ptracer": _declare_tracer(tracer)})
     bound_host, bound_port = _start_debugpy(host, port, children, status_fd)
-    _report(status_fd, {
-        "pid": os.getpid(), "host": bound_host, "port": bound_port,
-        "python": sys.executable, "ptracer": ptracer_set,
-    })
+    _report(status_fd, {"host": bound_host, "port": bound_port, "python": sys.executable})
     os.close(status_fd)
     os.read(gate_fd, 1)
     os.close(gate_fd)

@@ -169,6 +169,7 @@ def _run(args: argparse.Namespace) -> int:
             ))
             output.progress(f"attaching gdb to PID {debuggee.pid}")
             session.attach(debuggee.pid, child=debuggee)
+            debuggee.wait_for_debugpy()
             started = SessionStarted(
                 pid=debuggee.pid, host=debuggee.host, port=debuggee.port,
                 adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port),
@@ -195,6 +196,7 @@ def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Out
         stdout=sys.stderr if args.json else None,
     ))
     try:
+        debuggee.wait_for_debugpy()
         path = launch_gen.set_attach_target(args.workspace, debuggee.pid,
                                             os.path.realpath(f"/proc/{debuggee.pid}/exe"), debuggee.port)
     except BaseException:

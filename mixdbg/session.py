@@ -88,14 +88,24 @@ class Session:
         self.gdb.console(f"source {HELPER_SCRIPT}")
 
     def attach(self, pid: int, child: attach.Debuggee | None = None) -> None:
-        """Attach gdb to ``pid``; on refusal raise the precise cause from the ptrace module."""
+        """Attach gdb to ``pid``; on refusal raise the precise cause from the ptrace module.
+
+        A debuggee we launched (``child``) is held at its gate, so it is let run again at
+        once and gdb reads the symbols of its libraries while debugpy starts up; a process
+        we attach to stays stopped until its symbols are read, so no breakpoint misses."""
         self.pid = pid
         self._child = child
+        if child is not None:
+            self.gdb.command("-gdb-set auto-solib-add off")
         try:
             self.gdb.command(f"-target-attach {pid}", SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
             raise ptrace.explain_attach_failure(err.gdb_message, pid) from err
         self._pump_until(lambda: self.state == "stopped", SLOW_COMMAND_TIMEOUT, "the attach")
+        if child is not None:
+            self.resume()
+            self.gdb.command("-gdb-set auto-solib-add on")
+            self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
         self._load_interpreter_script(pid)
 
     def _load_interpreter_script(self, pid: int) -> None:
