@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import json
+import logging
 import os
 import selectors
 import signal
@@ -27,6 +28,8 @@ from typing import IO
 import psutil
 
 from mixdbg.errors import DataError, MixdbgError, NotFoundError, UnavailableError, UsageError
+
+log = logging.getLogger(__name__)
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 #: Inherited from a parent debugged by debugpy, these silently disable ``--listen``.
@@ -257,14 +260,10 @@ def command_line(pid: int, proc_root: Path = Path("/proc")) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
-def _cmdline(proc: psutil.Process) -> list[str]:
-    return command_line(proc.pid)
-
-
 def _cmdline_role(proc: psutil.Process) -> str:
     """The role a process's command line shows (a debuggee that called debugpy.listen()
     from its own code shows none: see ``_served_debuggees``)."""
-    text = " ".join(_cmdline(proc)).replace("\\", "/")
+    text = " ".join(command_line(proc.pid)).replace("\\", "/")
     if "debugpy/adapter" in text or "debugpy.adapter" in text:
         return ROLE_ADAPTER
     if "debugpy/launcher" in text or "debugpy.launcher" in text:
@@ -312,7 +311,7 @@ def _is_python(proc: psutil.Process) -> bool:
     try:
         return "python" in Path(proc.exe()).name
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-        args = _cmdline(proc)
+        args = command_line(proc.pid)
         return bool(args) and "python" in Path(args[0]).name
 
 
@@ -379,18 +378,44 @@ def wait_for_tracer(pid: int, process: subprocess.Popen[bytes], poll: float = 0.
 
 
 def ensure_running(pid: int) -> None:
-    """Send SIGCONT so that a stop left pending by a tracer cannot freeze the debuggee."""
+    """Send SIGCONT so that a stop left pending by a tracer cannot freeze the debuggee
+    (not our process to signal, or gone: nothing to do)."""
     try:
         os.kill(pid, signal.SIGCONT)
-    except ProcessLookupError:
-        return
+    except (ProcessLookupError, PermissionError) as err:
+        log.debug("SIGCONT to %d: %s", pid, err)
+
+
+def signal_name(number: int) -> str:
+    """``SIGSEGV`` for 11; ``SIG35`` for a signal Python has no name for (real-time ones)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"SIG{number}"
+
+
+def signal_number(name: str) -> int | None:
+    """The inverse of ``signal_name`` (gdb's names too: ``SIG35``); None if unknown."""
+    try:
+        return int(signal.Signals[name])
+    except KeyError:
+        digits = name[3:] if name.startswith("SIG") else ""
+        return int(digits) if digits.isdigit() else None
 
 
 def exit_status(returncode: int) -> tuple[int | None, str | None]:
     """Split a Popen return code into (exit code, signal name)."""
     if returncode < 0:
-        return None, signal.Signals(-returncode).name
+        return None, signal_name(-returncode)
     return returncode, None
+
+
+def shell_status(code: int | None, signal_name: str | None) -> int:
+    """The exit status a shell would show: the code, or 128+N for signal N."""
+    if code is not None:
+        return code
+    number = signal_number(signal_name or "")
+    return 128 + (number if number is not None else 0)
 
 
 def default_python() -> str:

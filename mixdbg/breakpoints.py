@@ -32,9 +32,9 @@ class BreakSpec:
     condition: str | None
     is_line: bool
 
-    def mi_insert(self) -> str:
+    def mi_insert(self, enabled: bool = True) -> str:
         """The ``-break-insert`` command that creates this breakpoint (pending if needed)."""
-        parts = ["-break-insert", "-f"]
+        parts = ["-break-insert", "-f"] + ([] if enabled else ["-d"])
         if not self.is_line:
             parts.append("--qualified")
         if self.condition:

@@ -30,21 +30,34 @@ Each stop is reported with one mixed stack: native frames and the Python frames 
 called them. Everything after SCRIPT (or -m MODULE) is passed to the script untouched.
 """
 
-RUN_EPILOG = """\
+SPECS_HELP = """\
 breakpoint specs (-b, repeatable):
   FUNCTION              exact (qualified) name, all overloads: at::native::randn
   FILE:LINE             a source line: my_ext.c:42 (needs debug info, see 'mixdbg doctor')
   SPEC if CONDITION     evaluated by gdb in the debuggee: 'my_ext.c:42 if i == 10'
+"""
 
-examples:
-  mixdbg run -b PyInit__C -b THPModule_initExtension -b at::native::randn examples/testdebug.py
-  mixdbg run --json -b 'loop.c:12 if n > 3' train.py --epochs 1
-  mixdbg run --wait-for-client --port 0 -m pytest -k test_add
-
+PROMPT_HELP = """\
 At a terminal each stop opens a prompt (c, bt, p EXPR, break SPEC, detach, kill).
 Ctrl-C interrupts the debuggee and shows where it is; at the prompt it detaches.
 With --json or without a terminal, stops are printed and the debuggee continues.
 """
+
+ATTACH_EPILOG = SPECS_HELP + """
+examples:
+  mixdbg attach 4242 -b at::native::add
+  mixdbg attach $(pgrep -f train.py) --json -b 'loop.c:12 if i == 3'
+
+""" + PROMPT_HELP
+
+RUN_EPILOG = SPECS_HELP + """
+examples:
+  mixdbg run -b PyInit__C -b THPModule_initExtension -b at::native::randn examples/testdebug.py
+  mixdbg run --json -b 'loop.c:12 if n > 3' train.py --epochs 1
+  mixdbg run --wait-for-client --port 0 -m pytest -k test_add
+  mixdbg run --vscode train.py        (then F5 in VS Code, see 'mixdbg setup')
+
+""" + PROMPT_HELP
 
 
 def register(verbs: argparse._SubParsersAction[Any]) -> None:
@@ -77,7 +90,7 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
                            description="Attach gdb to a running Python process. PID may be the "
                            "debuggee itself, its debugpy adapter, or VS Code's debugpy launcher: "
                            "mixdbg finds the real debuggee and says which one it picked.",
-                           epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                           epilog=ATTACH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _session_options(att)
     att.add_argument("pid", type=_pid, help="process id")
     att.set_defaults(func=_attach)
@@ -153,34 +166,29 @@ def _run(args: argparse.Namespace) -> int:
     attach.check_target(target)
     if args.vscode:
         return _run_for_vscode(args, target, output)
-    interactive = _interactive(args)
-    session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
-    with _on_signals(_session_signals(session, interactive)):
-        try:
-            # gdb first: a spec it cannot parse fails before the script ever starts, and the
-            # breakpoints are already in place (pending) while debugpy starts up.
-            session.start_gdb()
-            for spec in specs:
-                session.add_breakpoint(spec, announce=False)
+    # gdb first: a spec it cannot parse fails before the script ever starts. The breakpoints
+    # stay disabled while debugpy starts under gdb (its code is not the user's, and a stop
+    # there would stall the start) and are enabled before the gate opens.
+    try:
+        with _session(args, output, specs, enabled=False) as session:
             output.progress(f"starting {target.name} under debugpy on {args.host}:{args.port}")
             debuggee = attach.launch(target, attach.LaunchOptions(
                 python=args.python, host=args.host, port=args.port, wait_for_client=args.wait_for_client,
-                tracer=os.getpid(), stdout=sys.stderr if args.json else None, stdin_devnull=interactive,
+                tracer=os.getpid(), stdout=sys.stderr if args.json else None,
+                stdin_devnull=not session.auto_continue,
             ))
             output.progress(f"attaching gdb to PID {debuggee.pid}")
             session.attach(debuggee.pid, child=debuggee)
             debuggee.wait_for_debugpy()
+            session.enable_breakpoints()
             started = SessionStarted(
                 pid=debuggee.pid, host=debuggee.host, port=debuggee.port,
                 adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port),
                 python=debuggee.python, target=" ".join((target.name, *target.args)),
                 gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer)
-            return _go(session, started, interactive, output, release=debuggee.release,
-                       waiting=args.wait_for_client)
-        except SessionEnded as end:  # a signal's detach already ran while gdb was attaching
-            return end.code
-        finally:
-            session.close()
+            return _go(session, started, output, release=debuggee.release, waiting=args.wait_for_client)
+    except SessionEnded as end:  # a signal's detach while the session started
+        return end.code
 
 
 def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Output) -> int:
@@ -213,14 +221,16 @@ def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Out
         output.say(f"wrote PID {debuggee.pid} and port {debuggee.port} into {path}\n"
                    f"in VS Code, press F5 on '{launch_gen.COMPOUND_NAME}'; the script starts once "
                    "gdb and the Python debugger have attached")
-        with _on_signals(_exit_on_signal):
+        with _on_signals(_end_on_signal):
             attach.wait_for_tracer(debuggee.pid, debuggee.process)
             debuggee.release()
             code, signal_name = attach.exit_status(debuggee.process.wait())
+    except SessionEnded as end:
+        return end.code
     finally:
         debuggee.release()
     output.emit(Exited(code=code, signal=signal_name))
-    return code if code is not None else 128 + signal.Signals[str(signal_name)].value
+    return attach.shell_status(code, signal_name)
 
 
 def _attach(args: argparse.Namespace) -> int:
@@ -228,26 +238,37 @@ def _attach(args: argparse.Namespace) -> int:
     output = Output(json_mode=args.json)
     pid, how = attach.resolve_debuggee(args.pid)
     output.progress(how)
+    try:
+        with _session(args, output, specs, enabled=True) as session:
+            session.attach(pid)
+            started = SessionStarted(
+                pid=pid, host=None, port=None, adapter_pid=None,
+                python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(attach.command_line(pid)),
+                gdb_pid=session.gdb.pid, how=how, ptracer=None)
+            return _go(session, started, output, release=None, waiting=False)
+    except SessionEnded as end:  # a signal's detach while the session started
+        return end.code
+
+
+@contextmanager
+def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
+             enabled: bool) -> Iterator[Session]:
+    """A session with gdb started and the ``-b`` breakpoints inserted, closed on every way
+    out. A signal's detach while it starts (before the session loop) raises SessionEnded
+    out of the block."""
     interactive = _interactive(args)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
     with _on_signals(_session_signals(session, interactive)):
         try:
             session.start_gdb()
             for spec in specs:
-                session.add_breakpoint(spec, announce=False)
-            session.attach(pid)
-            started = SessionStarted(
-                pid=pid, host=None, port=None, adapter_pid=None,
-                python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(attach.command_line(pid)),
-                gdb_pid=session.gdb.pid, how=how, ptracer=None)
-            return _go(session, started, interactive, output, release=None, waiting=False)
-        except SessionEnded as end:  # a signal's detach already ran while gdb was attaching
-            return end.code
+                session.add_breakpoint(spec, announce=False, enabled=enabled)
+            yield session
         finally:
             session.close()
 
 
-def _go(session: Session, started: SessionStarted, interactive: bool, output: Output,
+def _go(session: Session, started: SessionStarted, output: Output,
         release: Callable[[], None] | None, waiting: bool) -> int:
     """Serve the control socket, announce the session and its breakpoints, let the
     debuggee run, and process events until the end."""
@@ -260,7 +281,7 @@ def _go(session: Session, started: SessionStarted, interactive: bool, output: Ou
             release()
         if waiting:
             output.progress(f"waiting for a Python debugger to attach to port {started.port}")
-        if interactive:
+        if not session.auto_continue:
             start_prompt(session, output)
         return session.run()
     except OSError as err:
@@ -312,10 +333,10 @@ def _session_signals(session: Session, interactive: bool) -> Handler:
     return on_signal
 
 
-def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
+def _end_on_signal(signum: int, frame: FrameType | None) -> None:
     """While mixdbg only waits on a debuggee it does not trace: end with 128+N; the
     debuggee, in its own session, runs on."""
-    raise SystemExit(128 + signum)
+    raise SessionEnded(128 + signum)
 
 
 def _ps(args: argparse.Namespace) -> int:

@@ -29,12 +29,19 @@ Then: 'mixdbg run --vscode script.py' (fills in the process id), or start the sc
 'python -m debugpy --listen PORT --wait-for-client script.py' and pick the process.
 """
 
+EPILOG = """\
+examples:
+  mixdbg setup                                   the current directory is the workspace
+  mixdbg setup --dry-run                         show the diff, write nothing
+  mixdbg setup --workspace ~/pytorch --source-map /__w/pytorch/pytorch=$HOME/pytorch
+"""
+
 
 def register(verbs: argparse._SubParsersAction[Any]) -> None:
     """Add the ``setup`` verb to the top-level parser."""
     parser = verbs.add_parser(
         "setup", help="write .vscode/launch.json for debugpy + gdb (cppdbg)", description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--workspace", metavar="DIR", type=Path, default=Path.cwd(),
                         help="the VS Code workspace folder (default: the current directory)")

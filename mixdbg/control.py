@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from mixdbg import symbols
 from mixdbg.breakpoints import Breakpoint, BreakSpec, parse_spec
 from mixdbg.errors import (
     DebuggerError,
@@ -368,7 +367,7 @@ def _op_break(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str
     breakpoint = session.add_breakpoint(spec)
     unknown = breakpoint.pending and not spec.is_line
     return {"breakpoints": [_listed(breakpoint)],
-            "suggestions": symbols.suggestions(session.gdb, spec.location) if unknown else []}
+            "suggestions": session.suggestions(spec.location) if unknown else []}
 
 
 def _op_list(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str, Any]:
@@ -394,7 +393,7 @@ _OPERATIONS: dict[str, Callable[[Session, dict[str, Any], int], dict[str, Any]]]
 def _break_regex(session: Session, spec: BreakSpec, cap: int) -> list[Breakpoint]:
     """One breakpoint per loaded function matching the pattern, all or none within ``cap``."""
     # Room for the symbols that are dropped or merged: PLT stubs, clones, overloads.
-    names, truncated = symbols.function_names(session.gdb, spec.location, 4 * cap + 50)
+    names, truncated = session.function_names(spec.location, 4 * cap + 50)
     examples = f" (e.g. {', '.join(names[:3])})" if names else ""
     too_many = UsageError(f"the pattern {spec.location!r} matches more than {cap} locations{examples}",
                           hint=f"narrow the pattern, or raise --max-locations (at most {MAX_LOCATIONS_LIMIT})")

@@ -12,7 +12,6 @@ import importlib
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -22,13 +21,14 @@ from pathlib import Path
 
 from mixdbg import debuginfo, ptrace
 from mixdbg.errors import DataError, NotFoundError, NotPermittedError, UnavailableError
+from mixdbg.gdbmi import find_gdb, gdb_environment
 
 OK = "ok"
 WARN = "warn"
 FAIL = "fail"
 
-MIN_GDB = (9, 0)  # MI3: multi-location breakpoints are listed per location
-MIN_DEBUGPY = (1, 8)
+MIN_GDB = (9, 1)  # mixdbg speaks MI3 (--interpreter=mi3), which gdb 9.1 introduced
+MIN_DEBUGPY = (1, 8, 22)  # debugpy.listen(in_process_debug_adapter=True) returns the address
 TORCH_FIX = ("build PyTorch from source with debug info: `DEBUG=1 python setup.py develop`"
              " (or `REL_WITH_DEB_INFO=1` for an optimised build with -g)")
 
@@ -60,15 +60,15 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 
 def check_gdb(gdb: str | None = None, timeout: float = 15.0) -> Check:
-    """Whether gdb is on PATH and answers ``--version`` (within ``timeout``), and which version."""
-    path = gdb or shutil.which("gdb")
+    """Whether the gdb mixdbg would use (``$MIXDBG_GDB``, else ``gdb`` on PATH) answers
+    ``--version`` (within ``timeout``), and which version."""
     install = "install gdb (Debian/Ubuntu: apt-get install gdb; Fedora: dnf install gdb)"
-    if path is None:
-        return Check("gdb", FAIL, "gdb is not on PATH", install, exit_code=UnavailableError.exit_code)
-    # gdb embeds its own Python: our PYTHONPATH/PYTHONHOME would break it.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
-        done = subprocess.run([path, "-nx", "--version"], capture_output=True, text=True, env=env,
+        path = find_gdb(gdb)
+    except UnavailableError as err:
+        return Check("gdb", FAIL, err.message, install, exit_code=UnavailableError.exit_code)
+    try:
+        done = subprocess.run([path, "-nx", "--version"], capture_output=True, text=True, env=gdb_environment(),
                               timeout=timeout, stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
         return Check("gdb", FAIL, f"{path} does not run: {err}", install, {"path": path},
@@ -81,9 +81,8 @@ def check_gdb(gdb: str | None = None, timeout: float = 15.0) -> Check:
         return Check("gdb", FAIL, f"{path} --version failed: {first or done.stderr.strip()}", install,
                      details, UnavailableError.exit_code)
     if _version_tuple(version) < MIN_GDB:
-        return Check("gdb", WARN, f"{first} at {path} is older than 9: multi-location breakpoints"
-                     " (C++ overloads, PLT stubs) are not reported one by one",
-                     "install gdb 9 or newer", details)
+        return Check("gdb", FAIL, f"{first} at {path} is older than 9.1: it does not speak GDB/MI 3",
+                     "install gdb 9.1 or newer", details, UnavailableError.exit_code)
     return Check("gdb", OK, f"{first} at {path}", None, details)
 
 
@@ -98,7 +97,8 @@ def check_debugpy() -> Check:
     version = str(getattr(module, "__version__", "unknown"))
     details: dict[str, object] = {"version": version, "path": str(getattr(module, "__file__", ""))}
     if _version_tuple(version) < MIN_DEBUGPY:
-        return Check("debugpy", WARN, f"debugpy {version} is older than 1.8", fix, details)
+        return Check("debugpy", FAIL, f"debugpy {version} is older than 1.8.22, which mixdbg needs", fix,
+                     details, UnavailableError.exit_code)
     return Check("debugpy", OK, f"debugpy {version}", None, details)
 
 

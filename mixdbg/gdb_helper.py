@@ -1,6 +1,6 @@
 """Runs inside gdb's embedded Python (``source``d by mixdbg): the mixed-stack walker.
 
-It defines the gdb command ``mixdbg-stack OUTFILE [MAX_FRAMES]`` which walks the selected
+It defines the gdb command ``mixdbg-stack MAX_FRAMES OUTFILE`` which walks the selected
 thread's frames, innermost first, and writes one JSON document to OUTFILE. Each native
 frame of CPython's bytecode loop (``_PyEval_EvalFrameDefault``) is replaced, in its place,
 by the Python frames that loop is running, as the interpreter's own gdb script
@@ -107,19 +107,20 @@ def mixed_stack(max_frames):
 
 
 class MixdbgStack(gdb.Command):
-    """mixdbg-stack OUTFILE [MAX_FRAMES]: write the selected thread's mixed stack as JSON."""
+    """mixdbg-stack MAX_FRAMES OUTFILE: write the selected thread's mixed stack as JSON
+    (OUTFILE is the rest of the line, so it may contain spaces)."""
 
     def __init__(self):
         super().__init__("mixdbg-stack", gdb.COMMAND_STACK)
 
     def invoke(self, argument, from_tty):
-        args = gdb.string_to_argv(argument)
-        max_frames = int(args[1]) if len(args) > 1 else 128
+        count, _, path = argument.strip().partition(" ")
+        max_frames = int(count)
         try:
             result = mixed_stack(max_frames)
         except gdb.error as err:
             result = {"frames": [], "python": "unavailable", "error": str(err), "truncated": False}
-        with open(args[0], "w", encoding="utf-8") as out:
+        with open(path, "w", encoding="utf-8") as out:
             json.dump(result, out)
 
 

@@ -86,10 +86,14 @@ def parse_line(line: str) -> MiRecord | None:
     return MiRecord(kind, parsed.get("message"), parsed.get("payload"), parsed.get("token"))
 
 
+def mi_escape(text: str) -> str:
+    """Escape ``text`` for the inside of an MI C string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 def mi_quote(text: str) -> str:
     """Quote ``text`` as one MI argument (a C string), whatever characters it holds."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
+    return f'"{mi_escape(text)}"'
 
 
 def find_gdb(gdb: str | None = None) -> str:
@@ -244,6 +248,8 @@ class GdbMi:
         self._on_record(record)
 
     def _finish(self) -> None:
+        if self._proc is not None and self._proc.stdout is not None:
+            self._proc.stdout.close()
         with self._lock:
             self._exited.set()
             waiting = list(self._pending.values())
@@ -263,12 +269,13 @@ class GdbMi:
         self._exited.wait(timeout)
         return True
 
-    def quit(self, timeout: float = 10.0) -> None:
+    def quit(self, timeout: float = 10.0) -> bool:
         """End gdb gracefully: ``-gdb-exit`` (gdb detaches what it is attached to), then
         close its stdin (EOF also makes it quit and detach), and only as a last resort,
-        when it ignores both, SIGTERM and finally SIGKILL."""
+        when it ignores both, SIGTERM and finally SIGKILL. Returns True if gdb had to be
+        signalled: it then may not have removed its breakpoints from the inferior."""
         if self._proc is None or self._proc.poll() is not None:
-            return
+            return False
         try:
             self._send("-gdb-exit", timeout)
         except DebuggerError as err:
@@ -279,10 +286,11 @@ class GdbMi:
             except OSError as err:
                 log.info("closing gdb's stdin: %s", err)
         if self.wait_exit(timeout):
-            return
+            return False
         log.warning("gdb (pid %d) did not exit; sending SIGTERM", self._proc.pid)
         self._proc.send_signal(signal.SIGTERM)
         if not self.wait_exit(5.0):
             log.warning("gdb (pid %d) ignored SIGTERM; killing it", self._proc.pid)
             self._proc.kill()
             self.wait_exit(5.0)
+        return True

@@ -40,6 +40,7 @@ import jsonschema
 
 from mixdbg import jsonc, user_files
 from mixdbg.errors import DataError, MixdbgError, NotFoundError, UsageError
+from mixdbg.gdbmi import mi_escape
 
 DEBUGPY_NAME = "mixdbg: Python (debugpy attach)"
 CPPDBG_NAME = "mixdbg: C++ (gdb attach)"
@@ -187,7 +188,7 @@ def generate_entries(python: str, host: str, port: int, *, gdb: str | None = Non
     script = python_gdb_script(real)
     values: dict[str, Any] = {
         "python": real, "host": host, "port": port, "gdb": gdb or which("gdb") or "/usr/bin/gdb",
-        "python_gdb_script_mi": _mi_escape(script) if script else None,
+        "python_gdb_script_mi": mi_escape(script) if script else None,
         "source_file_map": dict(source_map) if source_map else None,
     }
     document = _fill(jsonc.loads(template_text("launch.jsonc")), values)
@@ -380,11 +381,6 @@ def _fill(value: Any, values: Mapping[str, Any]) -> Any:
     if isinstance(value, list):
         return [v for v in (_fill(i, values) for i in value) if v is not _DROP and v is not _DROP_ITEM]
     return value
-
-
-def _mi_escape(path: str) -> str:
-    """Escape a path for use inside a double-quoted GDB/MI c-string."""
-    return path.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _check_port(port: int) -> None:

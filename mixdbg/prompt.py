@@ -12,9 +12,8 @@ import sys
 import threading
 from typing import Callable
 
-from mixdbg import symbols
 from mixdbg.breakpoints import parse_spec
-from mixdbg.errors import UsageError
+from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
 from mixdbg.output import Output
 from mixdbg.session import Session
 from mixdbg.stack import format_stack
@@ -54,7 +53,9 @@ def _action(line: str, output: Output) -> Callable[[Session], None]:
     def run(session: Session) -> None:
         try:
             _dispatch(session, line, output)
-        except UsageError as err:
+        except GdbExitedError:
+            raise  # the session cannot go on without gdb
+        except (UsageError, DebuggerError) as err:  # one command failed; the session goes on
             print(f"mixdbg: {err.message}", flush=True)
         if session.state == "stopped":
             output.show_prompt()
@@ -93,7 +94,7 @@ def _break(session: Session, text: str) -> None:
     spec = parse_spec(text)
     breakpoint = session.add_breakpoint(spec)
     if breakpoint.pending and not spec.is_line:
-        close = symbols.suggestions(session.gdb, spec.location)
+        close = session.suggestions(spec.location)
         if close:
             print(f"did you mean: {', '.join(close)}?", flush=True)
 

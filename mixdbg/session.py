@@ -17,17 +17,25 @@ import logging
 import os
 import queue
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from mixdbg import attach, ptrace, stack
+from mixdbg import attach, ptrace, stack, symbols
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
-from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
+from mixdbg.errors import DebuggerError, GdbExitedError, GdbTimeoutError, UsageError
 from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, Stopped
-from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, MiRecord, mi_quote
+from mixdbg.gdbmi import (
+    COMMAND_TIMEOUT,
+    SLOW_COMMAND_TIMEOUT,
+    GdbCommandError,
+    GdbMi,
+    MiRecord,
+    mi_quote,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +75,9 @@ class Session:
         self.breakpoints: dict[int, Breakpoint] = {}
         self.pid: int | None = None
         self.state = "detached"  # "running" | "stopped" | "detached" | "exited"
-        self.exit_code: int | None = None
-        self.last_stop: Stopped | None = None
         self._child: attach.Debuggee | None = None
         self._quitting = False
-        self._internal_interrupts = 0
-        self._scratch = Path(tempfile.mkdtemp(prefix="mixdbg-"))
+        self._releasing = False
 
     # --- setting up -------------------------------------------------------------------
 
@@ -121,11 +126,13 @@ class Session:
         except GdbCommandError as err:
             self.emit(Notice("warning", f"could not load {scripts[0]}: {err.gdb_message}"))
 
-    def add_breakpoint(self, spec: BreakSpec, announce: bool = True) -> Breakpoint:
+    def add_breakpoint(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
         """Create a breakpoint (pending until a library defines it) and report it, now or
-        (``announce=False``, before the session is known) with ``announce_breakpoints``."""
+        (``announce=False``, before the session is known) with ``announce_breakpoints``.
+        ``enabled=False`` keeps it from stopping until ``enable_breakpoints``: a launched
+        debuggee runs debugpy's start-up under gdb, and that code is not the user's."""
         try:
-            result = self.gdb.command(spec.mi_insert(), SLOW_COMMAND_TIMEOUT)
+            result = self.gdb.command(spec.mi_insert(enabled), SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
             raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
         bkpt = result["bkpt"]
@@ -135,6 +142,11 @@ class Session:
         if announce:
             self.emit(BreakpointChanged(breakpoint.to_json()))
         return breakpoint
+
+    def enable_breakpoints(self) -> None:
+        """Enable every breakpoint (inserted disabled while the debuggee started up)."""
+        if self.breakpoints:
+            self.gdb.command("-break-enable " + " ".join(map(str, self.breakpoints)))
 
     def announce_breakpoints(self) -> None:
         """Report every breakpoint's current state (used once the session is known)."""
@@ -166,13 +178,10 @@ class Session:
             self.gdb.command("-exec-continue")
             self.state = "running"
 
-    def interrupt(self, internal: bool = False) -> None:
-        """Stop the debuggee (a user interrupt is reported as a stop; an internal one not)."""
-        if self.state != "running":
-            return
-        if internal:
-            self._internal_interrupts += 1
-        self.gdb.command("-exec-interrupt")
+    def interrupt(self) -> None:
+        """Stop the running debuggee; the stop is reported as an ``interrupt``."""
+        if self.state == "running":
+            self.gdb.command("-exec-interrupt")
 
     def run(self) -> int:
         """Process records and actions until the session ends; return the exit code."""
@@ -244,20 +253,17 @@ class Session:
         elif reason == "exited":
             self._finish(int(payload.get("exit-code", "0"), 8), None)
         elif reason == "exited-signalled":
-            self._finish(None, str(payload.get("signal-name")))
+            self._finish(None, str(payload.get("signal-name", "")))
         elif not reporting:
-            return
+            return  # a stop of ours (attaching, detaching): not the user's
         elif reason == "breakpoint-hit":
             self._on_breakpoint_hit(payload)
-        elif reason == "signal-received" and self._internal_interrupts and payload.get("signal-name") == "SIGINT":
-            self._internal_interrupts -= 1
-        elif reason == "signal-received":
-            name = str(payload.get("signal-name"))
-            self._report("interrupt" if name == "SIGINT" else "signal", None, None if name == "SIGINT" else name, payload)
+        elif reason == "signal-received" and payload.get("signal-name") != "SIGINT":
+            self._report("signal", None, str(payload.get("signal-name")), payload)
         elif reason in ("end-stepping-range", "function-finished", "location-reached"):
             self._report("step", None, None, payload)
-        elif reason == "" and self._internal_interrupts:
-            self._internal_interrupts -= 1
+        else:  # an interrupt (gdb says SIGINT, or gives no reason) or a stop gdb names otherwise
+            self._report("interrupt" if reason in ("", "signal-received") else "other", None, None, payload)
 
     def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
         number = int(payload.get("bkptno", 0))
@@ -275,16 +281,20 @@ class Session:
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=int(thread) if thread and str(thread).isdigit() else None,
                           stack=self.mixed_stack())
-        self.last_stop = stopped
         self.emit(stopped)
         if self.auto_continue:
             self.resume()
 
     def mixed_stack(self) -> stack.MixedStack:
         """The selected thread's mixed Python + native stack (the debuggee must be stopped)."""
-        out = self._scratch / "stack.json"
-        self.gdb.console(f"mixdbg-stack {out} {self.max_frames}", SLOW_COMMAND_TIMEOUT)
-        data: dict[str, Any] = json.loads(out.read_text())
+        fd, name = tempfile.mkstemp(prefix="mixdbg-stack-", suffix=".json")
+        os.close(fd)
+        try:
+            # The path last: the helper takes the rest of the line, spaces included.
+            self.gdb.console(f"mixdbg-stack {self.max_frames} {name}", SLOW_COMMAND_TIMEOUT)
+            data: dict[str, Any] = json.loads(Path(name).read_text())
+        finally:
+            os.unlink(name)
         return stack.from_helper(data)
 
     def evaluate(self, expression: str) -> str:
@@ -295,7 +305,17 @@ class Session:
             result = self.gdb.command(f"-data-evaluate-expression {mi_quote(expression)}")
         except GdbCommandError as err:
             return f"error: {err.gdb_message}"
+        except GdbTimeoutError:
+            return f"error: no value within {COMMAND_TIMEOUT:.0f} s (a function call still running?)"
         return str(result.get("value", ""))
+
+    def function_names(self, pattern: str, limit: int) -> tuple[list[str], bool]:
+        """Loaded functions whose names match gdb regex ``pattern`` (see ``symbols``)."""
+        return symbols.function_names(self.gdb, pattern, limit)
+
+    def suggestions(self, name: str) -> list[str]:
+        """A few loaded function names close to ``name``, for "did you mean"."""
+        return symbols.suggestions(self.gdb, name)
 
     # --- ending -----------------------------------------------------------------------
 
@@ -304,11 +324,13 @@ class Session:
             return
         self.state = "exited"
         if self._child is not None:
-            code, signal_name = attach.exit_status(self._child.process.wait())
+            try:  # our child: its own status is the authority (gdb's may lack a signal name)
+                code, signal_name = attach.exit_status(self._child.process.wait(STOP_TIMEOUT))
+            except subprocess.TimeoutExpired:
+                log.warning("gdb saw the debuggee exit, but PID %d has not ended", self._child.pid)
         self.emit(Exited(code=code, signal=signal_name))
         self.warn_unresolved()
-        self.exit_code = code if code is not None else 128 + signal.Signals[str(signal_name)].value
-        raise SessionEnded(self.exit_code)
+        raise SessionEnded(attach.shell_status(code, signal_name))
 
     def warn_unresolved(self) -> None:
         """Tell the user about breakpoints no loaded library ever defined (likely typos)."""
@@ -360,8 +382,11 @@ class Session:
         return None if state and not state["State"].startswith(("Z", "X")) else "is gone"
 
     def detach(self, reason: str, code: int = 0) -> None:
-        """Action: let go of the debuggee (it runs on) and end the session with ``code``."""
-        self._release(kill=False)
+        """Action: let go of the debuggee (it runs on) and end the session with ``code``.
+        (A second request while the first is detaching is left to the first.)"""
+        if self._releasing:
+            return
+        self._release()
         if self.pid is not None:
             self.emit(Detached(pid=self.pid, reason=reason))
         raise SessionEnded(code)
@@ -371,14 +396,17 @@ class Session:
         if self.pid is not None:
             os.kill(self.pid, signal.SIGKILL)
         if self.state == "stopped":
-            self.gdb.command("-exec-continue")
+            try:  # let gdb see the death (it may already have: then there is nothing to run)
+                self.gdb.command("-exec-continue")
+            except GdbCommandError as err:
+                log.debug("continue after SIGKILL: %s", err)
 
-    def _release(self, kill: bool) -> None:
-        """Detach gdb (interrupting first if needed) and make sure the debuggee runs."""
+    def _release(self) -> None:
+        """Detach gdb (interrupting first if needed); its stops meanwhile are not reported."""
+        self._releasing = True
         if self.gdb.alive and self.state in ("running", "stopped"):
             try:
                 if self.state == "running":
-                    self._internal_interrupts += 1
                     self.gdb.command("-exec-interrupt")
                     self._pump_until(lambda: self.state != "running", STOP_TIMEOUT, "the interrupt")
                 if self.state == "stopped":
@@ -386,23 +414,20 @@ class Session:
             except (DebuggerError, SessionEnded) as err:
                 log.warning("detaching cleanly failed (%s); gdb's exit will detach", err)
         self.state = "detached" if self.state != "exited" else "exited"
-        if kill and self.pid is not None:
-            os.kill(self.pid, signal.SIGKILL)
 
     def close(self) -> None:
         """End the session on any path: detach, quit gdb, make sure the debuggee runs."""
         self._quitting = True
         try:
-            self._release(kill=False)
+            self._release()
         finally:
-            self.gdb.quit()
+            killed = self.gdb.quit()
             if self._child is not None:
                 self._child.release()
             if self.pid is not None and self.state != "exited":
+                if killed:  # gdb had to be killed: it may have left breakpoint bytes behind
+                    restore_breakpoint_bytes(self.pid)
                 attach.ensure_running(self.pid)
-            for leftover in self._scratch.iterdir():
-                leftover.unlink()
-            self._scratch.rmdir()
 
 
 def _libpython_paths(pid: int) -> list[str]:
