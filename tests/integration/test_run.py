@@ -190,3 +190,25 @@ def test_attach_to_missing_pid() -> None:
 def test_remote_host_needs_explicit_flag(tmp_path: Path) -> None:
     script = write_script(tmp_path, "print(1)\n")
     assert_one_line_error(run_mixdbg(["run", "--host", "0.0.0.0", str(script)]), 64, "--allow-remote")
+
+
+def test_breakpoint_that_debugpy_start_up_would_hit(cext: CExtension, tmp_path: Path) -> None:
+    # debugpy starts threads while it starts up under gdb; only the script's own count
+    script = write_script(tmp_path, "import threading\n\nt = threading.Thread(target=print)\nt.start()\nt.join()\n")
+    result = run_json(cext, script, "PyThread_start_new_thread")
+    assert result.returncode == 0, result.stderr
+    stops = result.of("stopped")
+    assert stops, result.stderr
+    assert ("<module>", 4) in python_frames(stops[0])
+
+
+def test_temporary_directory_with_a_space(cext: CExtension, tmp_path: Path) -> None:
+    spaced = tmp_path / "tmp dir"
+    spaced.mkdir()
+    script = write_script(tmp_path, CALLER.format(n=1))
+    env = cext.env()
+    env["TMPDIR"] = str(spaced)
+    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "native_step", str(script)], env=env)
+    assert result.returncode == 0, result.stderr
+    assert len(result.of("stopped")) == 1
+    assert not list(spaced.iterdir())  # no stack file left behind
