@@ -127,6 +127,13 @@ class Debuggee:
         self.status.close()
         self.host, self.port, self.python = str(report["host"]), int(str(report["port"])), str(report["python"])
 
+    def disown(self) -> None:
+        """Stop treating the debuggee as ours to wait for: it runs on after mixdbg, and
+        whoever inherits it (init, a subreaper) reaps it and sees its exit status.
+        (Without this, Popen's finalizer would reap it if it ended before mixdbg did.)"""
+        if self.process.returncode is None:
+            self.process.returncode = 0
+
     def release(self) -> None:
         """Open the gate: the script starts running (idempotent)."""
         self.status.close()

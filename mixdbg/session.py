@@ -428,6 +428,8 @@ class Session:
                 if killed:  # gdb had to be killed: it may have left breakpoint bytes behind
                     restore_breakpoint_bytes(self.pid)
                 attach.ensure_running(self.pid)
+                if self._child is not None:
+                    self._child.disown()
 
 
 def _libpython_paths(pid: int) -> list[str]:
