@@ -147,3 +147,13 @@ def no_leftovers() -> Iterator[None]:
         except psutil.NoSuchProcess:
             pass
     assert not described, "tests left processes behind: " + "; ".join(described)
+
+
+@pytest.fixture
+def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private XDG_RUNTIME_DIR, so that other sessions on this machine are not seen;
+    returns the mixdbg directory inside it."""
+    base = tmp_path / "xdg"
+    base.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    return base / "mixdbg"

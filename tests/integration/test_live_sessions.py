@@ -50,15 +50,6 @@ for step in sys.argv[1:]:
 """
 
 
-@pytest.fixture
-def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private runtime dir, so that other sessions on this machine are not seen."""
-    base = tmp_path / "xdg"
-    base.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
-    return base / "mixdbg"
-
-
 class Live:
     """A running `mixdbg run --json` session; events are read on a thread with arrival times."""
 

@@ -197,3 +197,11 @@ def assert_no_traceback(*texts: str | bytes) -> None:
 
 def open_log(path: Path) -> IO[bytes]:
     return open(path, "wb")
+
+
+def close_interactive(child: Any, pid: int) -> None:
+    """Close a pexpect-driven mixdbg (the subreaper around it outlives the close) and end
+    the debuggee, by PID, if a failed test left it running."""
+    child.close(force=False)
+    if pid and proc_status(pid):
+        end_by_pid([pid])

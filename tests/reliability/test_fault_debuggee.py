@@ -16,7 +16,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from conftest import CExtension, run_mixdbg
-from faultkit import Fate, Scenario, end_by_pid, env_with, json_run_args, proc_status, write_script
+from faultkit import Fate, Scenario, close_interactive, env_with, json_run_args, proc_status, write_script
 from test_fault_mixdbg_dies import fates_of, spawn_interactive
 
 pytestmark = pytest.mark.timeout(120)
@@ -110,9 +110,7 @@ def test_ctrl_c_interrupts_a_native_hang_and_shows_where(cext: CExtension, tmp_p
         child.expect("spun True")
         child.expect(pexpect.EOF, timeout=90)
     finally:
-        child.close(force=False)
-        if pid and proc_status(pid):
-            end_by_pid([pid])
+        close_interactive(child, pid)
     mixdbg, fates = fates_of(tmp_path)
     assert fates[pid] == Fate(6, None) and fates[mixdbg] == Fate(0, None)
 

@@ -22,6 +22,7 @@ from conftest import CExtension
 from faultkit import (
     Fate,
     Scenario,
+    close_interactive,
     end_by_pid,
     json_run_args,
     proc_status,
@@ -172,9 +173,7 @@ def test_gdb_killed_while_the_debuggee_is_stopped_at_the_prompt(cext: CExtension
                      rf", and the debuggee \(pid {pid}\) exited with code 7)")
         child.expect(pexpect.EOF, timeout=90)
     finally:
-        child.close(force=False)
-        if pid and proc_status(pid):
-            end_by_pid([pid])
+        close_interactive(child, pid)
     mixdbg, fates = fates_of(tmp_path)
     assert fates[mixdbg] == Fate(75, None)
     assert fates.get(pid, Fate(7, None)) == Fate(7, None)  # reaped by mixdbg if it finished first

@@ -23,6 +23,7 @@ from faultkit import (
     Fate,
     Scenario,
     assert_no_traceback,
+    close_interactive,
     end_by_pid,
     json_run_args,
     proc_status,
@@ -126,9 +127,7 @@ def test_mixdbg_ends_while_the_debuggee_is_stopped_at_a_breakpoint(cext: CExtens
         child.expect("result 6")
         child.expect(pexpect.EOF, timeout=90)
     finally:
-        child.close(force=False)
-        if pid and proc_status(pid):
-            end_by_pid([pid])
+        close_interactive(child, pid)
     mixdbg, fates = fates_of(tmp_path)
     assert fates[pid] == Fate(7, None)
     assert (tmp_path / "result").read_text() == "6"

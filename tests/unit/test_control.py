@@ -27,15 +27,6 @@ from mixdbg.errors import MixdbgError, NotFoundError, UnavailableError, UsageErr
 NOBODY = 65534
 
 
-@pytest.fixture
-def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private XDG_RUNTIME_DIR; returns the mixdbg directory inside it."""
-    base = tmp_path / "xdg"
-    base.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
-    return base / "mixdbg"
-
-
 class FakeSession(SimpleNamespace):
     """What the server and the list/delete operations touch."""
 
