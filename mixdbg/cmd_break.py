@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from mixdbg import control
+from mixdbg import argtypes, control
 from mixdbg.errors import UsageError
 from mixdbg.events import BreakpointChanged
 from mixdbg.output import Output, human
@@ -53,9 +53,9 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
     brk.add_argument("spec", nargs="?", metavar="SPEC", help="where to break (see below)")
     what = brk.add_mutually_exclusive_group()
     what.add_argument("--list", action="store_true", help="list the session's breakpoints and their hits")
-    what.add_argument("--delete", type=_number, metavar="ID", help="delete breakpoint ID")
+    what.add_argument("--delete", type=argtypes.positive_number, metavar="ID", help="delete breakpoint ID")
     brk.add_argument("--regex", action="store_true", help="SPEC is a regex over loaded function names")
-    brk.add_argument("--max-locations", type=_number, default=control.DEFAULT_MAX_LOCATIONS, metavar="N",
+    brk.add_argument("--max-locations", type=argtypes.positive_number, default=control.DEFAULT_MAX_LOCATIONS, metavar="N",
                      help=f"--regex refuses to create more than N locations (default "
                           f"{control.DEFAULT_MAX_LOCATIONS}, at most {control.MAX_LOCATIONS_LIMIT})")
     _common(brk)
@@ -76,15 +76,9 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--session", type=_number, metavar="PID",
+    parser.add_argument("--session", type=argtypes.positive_number, metavar="PID",
                         help="the debuggee PID of the session (needed when several are live)")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
-
-
-def _number(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"not a positive number: '{text}'")
-    return int(text)
 
 
 def _break(args: argparse.Namespace) -> int:

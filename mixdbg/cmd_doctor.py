@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from mixdbg import doctor, ptrace
+from mixdbg import argtypes, doctor, ptrace
 from mixdbg.errors import NotPermittedError, UsageError
 
 # Module-level so that in-process tests can point the verbs at a fake tree.
@@ -78,7 +78,7 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
                          description=PTRACE_HELP, epilog=PTRACE_EPILOG, formatter_class=raw)
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     action = p.add_mutually_exclusive_group()
-    action.add_argument("--pid", type=_pid, help="also check whether gdb may attach to this process")
+    action.add_argument("--pid", type=argtypes.process_id, help="also check whether gdb may attach to this process")
     action.add_argument("--fix", action="store_true", help="set kernel.yama.ptrace_scope to 0 (until reboot)")
     action.add_argument("--restore", action="store_true", help="put back the value --fix replaced")
     p.add_argument("--persist", action="store_true",
@@ -220,10 +220,3 @@ def _left_to_user(result: ptrace.ScopeChange) -> NotPermittedError:
                             "or on the host:", *result.user_commands]))
     return NotPermittedError(f"could not change {key}: {result.error}",
                              hint="\n".join(["run this yourself:", *result.user_commands]))
-
-
-def _pid(text: str) -> int:
-    """argparse type: a process id (a positive integer)."""
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"not a process id: '{text}'")
-    return int(text)

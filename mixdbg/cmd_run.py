@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Optional
 
-from mixdbg import attach, control, launch_gen
+from mixdbg import argtypes, attach, control, launch_gen
 from mixdbg.breakpoints import BreakSpec, parse_spec
 from mixdbg.errors import UsageError
 from mixdbg.events import Exited, SessionStarted
@@ -67,7 +67,7 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
     _session_options(run)
     run.add_argument("--host", default="127.0.0.1",
                      help="address debugpy listens on (default 127.0.0.1)")
-    run.add_argument("--port", type=_port, default=5678,
+    run.add_argument("--port", type=argtypes.tcp_port, default=5678,
                      help="debugpy port (default 5678; 0 picks a free one)")
     run.add_argument("--allow-remote", action="store_true",
                      help="allow a --host other than loopback: anyone who reaches it can run code")
@@ -92,7 +92,7 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
                            "mixdbg finds the real debuggee and says which one it picked.",
                            epilog=ATTACH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _session_options(att)
-    att.add_argument("pid", type=_pid, help="process id")
+    att.add_argument("pid", type=argtypes.process_id, help="process id")
     att.set_defaults(func=_attach)
 
     ps = verbs.add_parser("ps", help="list Python processes and their debugpy roles",
@@ -110,25 +110,8 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-prompt", action="store_true",
                         help="at a terminal too, print each stop and continue (no prompt)")
     parser.add_argument("--gdb", default=None, help="gdb executable (default: $MIXDBG_GDB or gdb)")
-    parser.add_argument("--max-frames", type=_positive, default=128, help="frames per stack (default 128)")
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"not a TCP port: '{text}'")
-    return int(text)
-
-
-def _pid(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"not a process id: '{text}'")
-    return int(text)
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"not a positive number: '{text}'")
-    return int(text)
+    parser.add_argument("--max-frames", type=argtypes.positive_number, default=128,
+                        help="frames per stack (default 128)")
 
 
 def _target(args: argparse.Namespace) -> attach.Target:

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -157,3 +158,22 @@ def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     base.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
     return base / "mixdbg"
+
+
+def raw_exchange(path: Path, payload: bytes, timeout: float = 10) -> dict[str, Any]:
+    """Send raw bytes, return the parsed reply (tolerating a server that stopped reading)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        try:
+            sock.sendall(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        data = b""
+        while not data.endswith(b"\n"):  # then stop: a reset may follow the reply
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    reply: dict[str, Any] = json.loads(data)
+    return reply

@@ -7,7 +7,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import CExtension
+from conftest import CExtension, raw_exchange
 
 from mixdbg.cli import main
 
@@ -168,24 +167,6 @@ def mixdbg_process(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[st
                           text=True, timeout=30, env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "xdg")})
 
 
-def raw_request(path: Path, payload: bytes) -> dict[str, Any]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(10)
-        sock.connect(str(path))
-        try:
-            sock.sendall(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    reply: dict[str, Any] = json.loads(data)
-    return reply
-
-
 @pytest.mark.timeout(60)
 def test_break_from_another_process_gives_exactly_the_expected_stops(
         cext: CExtension, tmp_path: Path, rundir: Path) -> None:
@@ -197,7 +178,7 @@ def test_break_from_another_process_gives_exactly_the_expected_stops(
         # and shrugs off garbage
         for payload, expected in ((b"{not json\n", "not JSON"), (b'{"v": 1, "verb": "format-disk"}\n', "unknown verb"),
                                   (b'{"v": 1, "verb": "list", "x": "' + b"x" * 10_000_000, "larger than")):
-            reply = raw_request(live.socket, payload)
+            reply = raw_exchange(live.socket, payload)
             assert reply["ok"] is False and expected in reply["error"]["message"]
         # When another process adds a breakpoint on native_step
         added = mixdbg_process(tmp_path, "break", "native_step", "--session", str(live.pid), "--json")

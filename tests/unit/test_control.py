@@ -20,6 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from conftest import raw_exchange
 
 from mixdbg import control, symbols
 from mixdbg.errors import MixdbgError, NotFoundError, UnavailableError, UsageError
@@ -55,25 +56,6 @@ def server(rundir: Path) -> Iterator[tuple[control.ControlServer, FakeSession]]:
         started.close()
         session.queue.put(None)
         thread.join(5)
-
-
-def raw_exchange(path: Path, payload: bytes, timeout: float = 10) -> dict[str, Any]:
-    """Send raw bytes, return the parsed reply (tolerating a server that stopped reading)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        sock.connect(str(path))
-        try:
-            sock.sendall(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        data = b""
-        while not data.endswith(b"\n"):  # then stop: a reset may follow the reply
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    reply: dict[str, Any] = json.loads(data)
-    return reply
 
 
 # --- the runtime directory ---------------------------------------------------------------
