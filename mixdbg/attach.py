@@ -27,6 +27,7 @@ from typing import IO
 
 import psutil
 
+from mixdbg import ptrace
 from mixdbg.errors import DataError, MixdbgError, NotFoundError, UnavailableError, UsageError
 
 log = logging.getLogger(__name__)
@@ -370,12 +371,8 @@ def debugpy_adapter_of(debuggee_pid: int, port: int) -> int | None:
 
 def process_state(pid: int, proc_root: Path = Path("/proc")) -> dict[str, str]:
     """The ``State`` and ``TracerPid`` lines of /proc/PID/status (empty if it is gone)."""
-    try:
-        text = (proc_root / str(pid) / "status").read_text()
-    except OSError:
-        return {}
-    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    return {k: fields[k].strip() for k in ("State", "TracerPid") if k in fields}
+    fields = ptrace.process_status(pid, proc_root)
+    return {k: fields[k] for k in ("State", "TracerPid") if k in fields}
 
 
 def wait_for_tracer(pid: int, process: subprocess.Popen[bytes], poll: float = 0.05) -> None:

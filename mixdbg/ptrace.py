@@ -98,6 +98,11 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def process_status(pid: int, proc_root: Path = Path("/proc")) -> dict[str, str]:
+    """``/proc/PID/status`` as a field → value mapping (empty when the process is gone)."""
+    return _status(proc_root, pid)
+
+
 def _status(proc_root: Path, pid: int | str) -> dict[str, str]:
     """``/proc/PID/status`` as a field → value mapping (empty when unreadable)."""
     text = _read(proc_root / str(pid) / "status") or ""
