@@ -375,6 +375,25 @@ def process_state(pid: int, proc_root: Path = Path("/proc")) -> dict[str, str]:
     return {k: fields[k] for k in ("State", "TracerPid") if k in fields}
 
 
+def signal_pending(pid: int, signum: int, proc_root: Path = Path("/proc")) -> bool:
+    """Whether ``signum`` is queued for the process (ShdPnd) or one of its threads (SigPnd)
+    and a thread that would take it does not block it (SigBlk): a tracee held stopped keeps
+    such a signal, and the kernel delivers it as soon as the process runs again."""
+    bit = 1 << (signum - 1)
+    shared = int(ptrace.process_status(pid, proc_root).get("ShdPnd", "0"), 16) & bit
+    tasks = proc_root / str(pid) / "task"
+    try:
+        threads = [ptrace.process_status(int(task.name), tasks) for task in tasks.iterdir()
+                   if task.name.isdigit()]
+    except OSError:  # gone
+        return False
+    for thread in threads:
+        if not int(thread.get("SigBlk", "0"), 16) & bit and (
+                shared or int(thread.get("SigPnd", "0"), 16) & bit):
+            return True
+    return False
+
+
 def wait_for_tracer(pid: int, process: subprocess.Popen[bytes], poll: float = 0.05) -> None:
     """Block until a debugger (e.g. VS Code's gdb) is tracing ``pid`` or the process ended."""
     while process.poll() is None and process_state(pid).get("TracerPid", "0") == "0":

@@ -48,6 +48,8 @@ CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL"})
 STOP_TIMEOUT = 10.0
 #: After gdb died: how long to watch the debuggee before saying it runs on.
 FATE_GRACE = 1.0
+#: Before detaching: how many times to let gdb run the debuggee into a queued SIGINT.
+PENDING_SIGINT_ROUNDS = 3
 
 
 class SessionEnded(Exception):
@@ -410,10 +412,21 @@ class Session:
                     self.gdb.command("-exec-interrupt")
                     self._pump_until(lambda: self.state != "running", STOP_TIMEOUT, "the interrupt")
                 if self.state == "stopped":
+                    self._take_pending_sigint()
                     self.gdb.command("-target-detach", STOP_TIMEOUT)
             except (DebuggerError, SessionEnded) as err:
                 log.warning("detaching cleanly failed (%s); gdb's exit will detach", err)
         self.state = "detached" if self.state != "exited" else "exited"
+
+    def _take_pending_sigint(self) -> None:
+        """Let gdb take a SIGINT queued while it held the debuggee (our interrupt, when it
+        raced a breakpoint hit, leaves one): after the detach the kernel would deliver it
+        and Python would die of KeyboardInterrupt. Attached, gdb never passes SIGINT on."""
+        for _ in range(PENDING_SIGINT_ROUNDS):
+            if self.pid is None or not attach.signal_pending(self.pid, signal.SIGINT):
+                return
+            self.resume()
+            self._pump_until(lambda: self.state != "running", STOP_TIMEOUT, "taking a pending SIGINT")
 
     def close(self) -> None:
         """End the session on any path: detach, quit gdb, make sure the debuggee runs."""

@@ -169,13 +169,13 @@ def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.05) 
 
 
 def proc_status(pid: int) -> dict[str, str]:
-    """``State`` and ``TracerPid`` from /proc/PID/status (empty once it is gone)."""
+    """``State``, ``TracerPid`` and ``ShdPnd`` from /proc/PID/status (empty once it is gone)."""
     try:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return {}
     fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    return {k: fields[k].strip() for k in ("State", "TracerPid") if k in fields}
+    return {k: fields[k].strip() for k in ("State", "TracerPid", "ShdPnd") if k in fields}
 
 
 def env_with(cext: CExtension, *paths: Path) -> dict[str, str]:

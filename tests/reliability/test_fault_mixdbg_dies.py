@@ -140,6 +140,30 @@ def test_mixdbg_ends_while_the_debuggee_is_stopped_at_a_breakpoint(cext: CExtens
     assert_no_traceback(child.before or "")
 
 
+def test_a_sigint_pending_at_detach_is_not_delivered(cext: CExtension, tmp_path: Path) -> None:
+    # Given the debuggee stopped at a breakpoint with a SIGINT queued but undelivered: what
+    # gdb's interrupt leaves behind when it races a breakpoint hit (as mixdbg detaches)
+    write_script(tmp_path, STOPPER)
+    child = spawn_interactive(cext, tmp_path, "run", "--port", "0", "-b", "native_step", "script.py")
+    pid = 0
+    try:
+        pid = debuggee_pid(child)
+        child.expect_exact("(mixdbg) ")
+        os.kill(pid, signal.SIGINT)
+        wait_for(lambda: int(proc_status(pid)["ShdPnd"], 16) & (1 << (signal.SIGINT - 1)) != 0, 10,
+                 "the SIGINT to be pending")
+        # When the user detaches
+        child.sendline("detach")
+        child.expect(pexpect.EOF, timeout=90)
+    finally:
+        close_interactive(child, pid)
+    # Then gdb takes the SIGINT (as it would have, attached) and the debuggee finishes normally
+    mixdbg, fates = fates_of(tmp_path)
+    assert fates[pid] == Fate(7, None)
+    assert (tmp_path / "result").read_text() == "6"
+    assert fates[mixdbg] == Fate(0, None)
+
+
 def test_terminal_closed_while_stopped(cext: CExtension, tmp_path: Path) -> None:
     # Given a debuggee stopped at a breakpoint at the prompt, which writes only to a file
     write_script(tmp_path, STOPPER.replace('print("result", total, flush=True)\n', ""))
