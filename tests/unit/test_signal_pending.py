@@ -15,7 +15,10 @@ from mixdbg import attach
 
 pytestmark = pytest.mark.timeout(30)
 
-SLEEPER = "import signal, sys, time\n{block}print('ready', flush=True)\ntime.sleep(60)\n"
+# Python's own SIGINT handler, set explicitly: a child of a background job inherits SIGINT
+# ignored, and the kernel discards an ignored signal instead of queueing it.
+SLEEPER = ("import signal, sys, time\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+           "{block}print('ready', flush=True)\ntime.sleep(60)\n")
 
 
 @pytest.fixture
