@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
@@ -103,17 +104,28 @@ def debuggee_pid(child: pexpect.spawn) -> int:
     return int(child.match.group(1))
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "SIGKILL", "second Ctrl-C", "detach"])
-def test_mixdbg_ends_while_the_debuggee_is_stopped_at_a_breakpoint(cext: CExtension, tmp_path: Path,
-                                                                    how: str) -> None:
-    write_script(tmp_path, STOPPER)
+@contextlib.contextmanager
+def stopped_at_the_prompt(cext: CExtension, tmp_path: Path, script: str) -> Iterator[tuple[pexpect.spawn, int]]:
+    """mixdbg at a terminal running ``script`` with the debuggee stopped at ``native_step``
+    and the prompt waiting: yields the pexpect child and the debuggee's PID; on leaving,
+    mixdbg is closed and a debuggee a failed test left running is ended by PID."""
+    write_script(tmp_path, script)
     child = spawn_interactive(cext, tmp_path, "run", "--port", "0", "-b", "native_step", "script.py")
     pid = 0
     try:
-        # Given the debuggee stopped at a breakpoint, the prompt waiting
         pid = debuggee_pid(child)
         child.expect("stopped at breakpoint 1")
         child.expect_exact("(mixdbg) ")
+        yield child, pid
+    finally:
+        close_interactive(child, pid)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "SIGKILL", "second Ctrl-C", "detach"])
+def test_mixdbg_ends_while_the_debuggee_is_stopped_at_a_breakpoint(cext: CExtension, tmp_path: Path,
+                                                                    how: str) -> None:
+    # Given the debuggee stopped at a breakpoint, the prompt waiting
+    with stopped_at_the_prompt(cext, tmp_path, STOPPER) as (child, pid):
         assert proc_status(pid)["State"].startswith("t")
         # When mixdbg is ended
         mixdbg = fates_of(tmp_path)[0]
@@ -126,8 +138,6 @@ def test_mixdbg_ends_while_the_debuggee_is_stopped_at_a_breakpoint(cext: CExtens
         # Then the debuggee resumes and finishes with its result and exit code
         child.expect("result 6")
         child.expect(pexpect.EOF, timeout=90)
-    finally:
-        close_interactive(child, pid)
     mixdbg, fates = fates_of(tmp_path)
     assert fates[pid] == Fate(7, None)
     assert (tmp_path / "result").read_text() == "6"
@@ -144,20 +154,14 @@ def test_a_sigint_pending_at_detach_is_not_delivered(cext: CExtension, tmp_path:
     # Given the debuggee stopped at a breakpoint with a SIGINT queued but undelivered: what
     # gdb's interrupt leaves behind when it races a breakpoint hit (as mixdbg detaches); the
     # debuggee handles SIGINT as Python does by default, even if this test inherits it ignored
-    write_script(tmp_path, "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n" + STOPPER)
-    child = spawn_interactive(cext, tmp_path, "run", "--port", "0", "-b", "native_step", "script.py")
-    pid = 0
-    try:
-        pid = debuggee_pid(child)
-        child.expect_exact("(mixdbg) ")
+    script = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n" + STOPPER
+    with stopped_at_the_prompt(cext, tmp_path, script) as (child, pid):
         os.kill(pid, signal.SIGINT)
         wait_for(lambda: int(proc_status(pid)["ShdPnd"], 16) & (1 << (signal.SIGINT - 1)) != 0, 10,
                  "the SIGINT to be pending")
         # When the user detaches
         child.sendline("detach")
         child.expect(pexpect.EOF, timeout=90)
-    finally:
-        close_interactive(child, pid)
     # Then gdb takes the SIGINT (as it would have, attached) and the debuggee finishes normally
     mixdbg, fates = fates_of(tmp_path)
     assert fates[pid] == Fate(7, None)
