@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,63 @@ def test_as_a_subprocess(tmp_path: Path) -> None:
     help_text = subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--help"], capture_output=True,
                                text=True, timeout=60, check=False).stdout
     assert "--source-map FROM=TO" in help_text and "--dry-run" in help_text
+
+
+def test_without_workspace_the_current_directory_is_the_workspace(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["launch_json"] == str(launch_gen.launch_json_path(tmp_path))
+    assert launch_gen.launch_json_path(tmp_path).is_file()
+
+
+NOBODY = 65534
+SYSTEM_PYTHON = Path("/usr/bin/python3")  # reachable by uid 65534, unlike root's pyenv
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not SYSTEM_PYTHON.exists(),
+                    reason="needs root, to run setup as another uid, and a system python3")
+def test_read_only_vscode_dir_as_an_unprivileged_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a workspace owned by uid 65534 whose .vscode/ is read-only (root could write in it:
+    # setup runs in a child that is uid 65534, with every module it needs already imported)
+    assert run_setup(capsys, tmp_path, "--python", str(SYSTEM_PYTHON))[0] == 0
+    base = Path(tempfile.mkdtemp(prefix="mixdbg-test-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        vscode = base / ".vscode"
+        vscode.mkdir()
+        (vscode / "launch.json").write_bytes(USER)
+        for path in (base, vscode, vscode / "launch.json"):
+            os.chown(path, NOBODY, NOBODY)
+        vscode.chmod(0o555)
+        # When setup runs as that user
+        code, err = _setup_as_nobody(base)
+        # Then one line, exit 73, and nothing in .vscode/ changed
+        assert code == 73, err
+        assert err.startswith("mixdbg: ") and err.count("\n") == 1 and "Permission denied" in err
+        assert os.listdir(vscode) == ["launch.json"] and (vscode / "launch.json").read_bytes() == USER
+    finally:
+        shutil.rmtree(base)
+
+
+def _setup_as_nobody(workspace: Path) -> tuple[int, str]:
+    """Exit code and stderr of ``mixdbg setup`` run by a forked child as uid 65534."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 70
+        try:
+            os.close(read_end)
+            sys.stderr = os.fdopen(write_end, "w")  # pytest's capture stands in for fd 2 here
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            code = cli.main(["setup", "--workspace", str(workspace), "--python", str(SYSTEM_PYTHON)])
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        err = reader.read().decode()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), err
