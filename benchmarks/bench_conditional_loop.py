@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import build_cext  # noqa: E402
+from conftest import build_cext
 
 SCRIPT = "import sys, mixdbg_testext as ext\nprint('total', ext.loop(int(sys.argv[1])))\n"
 
