@@ -177,3 +177,49 @@ def raw_exchange(path: Path, payload: bytes, timeout: float = 10) -> dict[str, A
             data += chunk
     reply: dict[str, Any] = json.loads(data)
     return reply
+
+
+# --- The second platform: Debian forky (Python 3.14, gdb 18) in a chroot ----------------
+
+#: ``../shared/envs/forky`` beside the repository (CI clones main with shared/ beside it).
+FORKY_SCRIPT = Path(__file__).resolve().parents[2] / "shared" / "envs" / "forky"
+#: mixdbg's runtime dependencies, installed once into a venv inside the chroot.
+FORKY_DEPENDENCIES = ("debugpy>=1.8.22", "pygdbmi>=0.11", "psutil>=5.9", "jsonschema>=4", "pyelftools>=0.29")
+FORKY_VENV = "/opt/mixdbg-venv"
+
+
+@dataclass(frozen=True)
+class Forky:
+    """Runs commands in the forky chroot, where ``/project`` is a directory of the test's
+    and ``{FORKY_VENV}/bin/python`` has this checkout of mixdbg installed."""
+
+    script: Path
+    python: str = f"{FORKY_VENV}/bin/python"
+
+    def run(self, directory: Path, command: Sequence[str], timeout: float = 120,
+            ) -> subprocess.CompletedProcess[str]:
+        """Run ``command`` inside the chroot with ``directory`` mounted at ``/project``."""
+        return subprocess.run([str(self.script), "run", str(directory), *command], capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+@pytest.fixture(scope="session")
+def forky() -> Forky:
+    """The forky platform with this checkout of mixdbg installed (skips where it cannot
+    exist: no ``shared/envs/forky`` beside the repository, or not root)."""
+    if not FORKY_SCRIPT.is_file():
+        pytest.skip(f"no {FORKY_SCRIPT}")
+    if os.geteuid() != 0:
+        pytest.skip("the forky chroot needs root")
+    env = Forky(FORKY_SCRIPT)
+    repo = Path(__file__).resolve().parents[1]
+    pip = f"{FORKY_VENV}/bin/pip install -q --disable-pip-version-check"
+    deps = " ".join(f"'{dep}'" for dep in FORKY_DEPENDENCIES)
+    # A copy of the checkout, so pip's in-tree build leaves nothing in the repository.
+    install = (f"set -e; [ -x {FORKY_VENV}/bin/python ] || python3.14 -m venv {FORKY_VENV}; {pip} {deps}; "
+               "cp -r /project /tmp/src; rm -rf /tmp/src/.git /tmp/src/build; "
+               f"{pip} --no-deps --force-reinstall /tmp/src")
+    setup = env.run(repo, ["bash", "-c", install], timeout=600)
+    if setup.returncode != 0:
+        pytest.fail(f"installing mixdbg in forky failed: {setup.stdout[-2000:]}{setup.stderr[-2000:]}")
+    return env
