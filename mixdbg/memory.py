@@ -49,7 +49,7 @@ class ProcMemory:
         """Close the memory file."""
         self._file.close()
 
-    def __enter__(self) -> ProcMemory:
+    def __enter__(self) -> ProcMemory:  # noqa: PYI034 - typing.Self is 3.11+, gdb may embed older
         return self
 
     def __exit__(self, *exc: object) -> None:
