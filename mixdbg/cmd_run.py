@@ -18,6 +18,7 @@ from mixdbg.breakpoints import BreakSpec, parse_spec
 from mixdbg.errors import UsageError
 from mixdbg.events import Exited, SessionStarted
 from mixdbg.output import Output
+from mixdbg.proctree import FOLLOW_MODES, FOLLOW_PYTHON
 from mixdbg.prompt import start_prompt
 from mixdbg.session import Session, SessionEnded
 
@@ -112,6 +113,11 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gdb", default=None, help="gdb executable (default: $MIXDBG_GDB or gdb)")
     parser.add_argument("--max-frames", type=argtypes.positive_number, default=128,
                         help="frames per stack (default 128)")
+    parser.add_argument("--follow", choices=FOLLOW_MODES, default=FOLLOW_PYTHON,
+                        help="which descendants gdb follows with their breakpoints: 'python' (default: "
+                             "forks, and execs of a Python interpreter: DataLoader workers, "
+                             "multiprocessing, subprocess, torchrun ranks; any other program is let go "
+                             "at its exec, untouched), 'all', or 'none' (the debuggee only)")
 
 
 def _target(args: argparse.Namespace) -> attach.Target:
@@ -240,7 +246,8 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
     out. A signal's detach while it starts (before the session loop) raises SessionEnded
     out of the block."""
     interactive = _interactive(args)
-    session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
+    session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames,
+                      follow=args.follow)
     with _on_signals(_session_signals(session, interactive)):
         try:
             session.start_gdb()

@@ -56,25 +56,45 @@ class Stopped:
     signal: str | None
     thread: int | None
     stack: MixedStack
+    pid: int | None = None
+    process: str | None = None  # who, for people: "rank 1, pid 4242"
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
         return {"event": "stopped", "reason": self.reason, "breakpoint": self.breakpoint,
                 "signal": self.signal, "thread": self.thread,
                 "frames": [frame.to_json() for frame in self.stack.frames],
-                "python_frames": self.stack.python_status}
+                "python_frames": self.stack.python_status, "pid": self.pid, "process": self.process}
 
 
 @dataclass(frozen=True)
 class Exited:
-    """The debuggee ended; ``code`` is its exit code, or ``signal`` the signal that ended it."""
+    """A process ended; ``code`` is its exit code, or ``signal`` the signal that ended it.
+    ``pid`` and ``process`` (who, for people) are set for a followed child; the debuggee's
+    own ``exited`` has neither (its pid is the session's), as before children were followed."""
 
     code: int | None
     signal: str | None
+    pid: int | None = None
+    process: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
-        return {"event": "exited", "code": self.code, "signal": self.signal}
+        child = {"pid": self.pid, "process": self.process} if self.pid is not None else {}
+        return {"event": "exited", "code": self.code, "signal": self.signal, **child}
+
+
+@dataclass(frozen=True)
+class ProcessFollowed:
+    """gdb follows a process of the debuggee's tree (``body``: pid, ppid, argv, role,
+    worker_id, rank, local_rank, world_size); ``label`` names it for people."""
+
+    body: dict[str, Any]
+    label: str
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"event": "process", **self.body}
 
 
 @dataclass(frozen=True)
@@ -101,4 +121,4 @@ class Notice:
         return {"event": self.level, "message": self.message}
 
 
-Event = Union[SessionStarted, BreakpointChanged, Stopped, Exited, Detached, Notice]
+Event = Union[SessionStarted, BreakpointChanged, Stopped, Exited, Detached, Notice, ProcessFollowed]

@@ -12,7 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, SessionStarted, Stopped
+from mixdbg.events import (
+    BreakpointChanged,
+    Detached,
+    Event,
+    Exited,
+    Notice,
+    ProcessFollowed,
+    SessionStarted,
+    Stopped,
+)
 from mixdbg.stack import format_stack
 
 
@@ -81,7 +90,11 @@ def human(event: Event) -> list[str]:
         return ["", _stop_header(event), *format_stack(event.stack)]
     if isinstance(event, Exited):
         how = f"exited with code {event.code}" if event.signal is None else f"was killed by {event.signal}"
-        return [f"mixdbg: the debuggee {how}"]
+        if event.code is None and event.signal is None:
+            how = "ended (its status is unknown)"
+        return [f"mixdbg: [{event.process}] {how}" if event.process else f"mixdbg: the debuggee {how}"]
+    if isinstance(event, ProcessFollowed):
+        return [f"mixdbg: [{event.label}] following: {' '.join(event.body['argv'])}"]
     if isinstance(event, Detached):
         return [f"mixdbg: detached from PID {event.pid} ({event.reason}); it runs on"]
     return [f"mixdbg: {event.level}: {event.message}"]
@@ -106,11 +119,12 @@ def _place(location: dict[str, Any]) -> str:
 
 
 def _stop_header(event: Stopped) -> str:
+    who = f"[{event.process}] " if event.process else ""
     thread = f" in thread {event.thread}" if event.thread is not None else ""
     if event.reason == "breakpoint":
-        return f"stopped at breakpoint {event.breakpoint}{thread}:"
+        return f"{who}stopped at breakpoint {event.breakpoint}{thread}:"
     if event.reason == "signal":
-        return f"stopped: signal {event.signal}{thread}:"
+        return f"{who}stopped: signal {event.signal}{thread}:"
     if event.reason == "interrupt":
-        return f"interrupted{thread}:"
-    return f"stopped{thread}:"
+        return f"{who}interrupted{thread}:"
+    return f"{who}stopped{thread}:"

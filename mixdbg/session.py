@@ -36,6 +36,8 @@ from mixdbg.gdbmi import (
     MiRecord,
     mi_quote,
 )
+from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree
+from mixdbg.proctree.workers import WorkerIdReader
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,8 @@ STOP_TIMEOUT = 10.0
 FATE_GRACE = 1.0
 #: Before detaching: how many times to let gdb run the debuggee into a queued SIGINT.
 PENDING_SIGINT_ROUNDS = 3
+#: While nothing happens: how often to check /proc for exits gdb did not report.
+RECONCILE_INTERVAL = 2.0
 
 
 class SessionEnded(Exception):
@@ -61,19 +65,22 @@ class SessionEnded(Exception):
 
 
 class Session:
-    """A gdb attached to one debuggee.
+    """A gdb attached to one debuggee, and to the descendants it follows (``follow``: see
+    ``proctree``; the process tree is ``tree``).
 
     ``emit`` receives every event. With ``auto_continue`` each stop is reported and the
     debuggee resumed at once; otherwise it stays stopped until an action resumes it.
     """
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
-                 gdb: str | None = None, max_frames: int = 128) -> None:
+                 gdb: str | None = None, max_frames: int = 128, follow: str = FOLLOW_PYTHON,
+                 worker_ids: WorkerIdReader | None = None) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.max_frames = max_frames
         self.queue: queue.SimpleQueue[QueueItem] = queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
+        self.tree = ProcessTree(self.gdb, emit, follow, worker_ids)
         self.breakpoints: dict[int, Breakpoint] = {}
         self.pid: int | None = None
         self.state = "detached"  # "running" | "stopped" | "detached" | "exited"
@@ -104,6 +111,7 @@ class Session:
         self._child = child
         if child is not None:
             self.gdb.command("-gdb-set auto-solib-add off")
+        self.tree.configure()
         try:
             self.gdb.command(f"-target-attach {pid}", SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
@@ -114,6 +122,8 @@ class Session:
             self.gdb.command("-gdb-set auto-solib-add on")
             self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
         self._load_interpreter_script(pid)
+        if child is None:
+            self.tree.start_following()
 
     def _load_interpreter_script(self, pid: int) -> None:
         """Source the interpreter's own gdb script so stops can show Python frames."""
@@ -146,14 +156,19 @@ class Session:
         return breakpoint
 
     def enable_breakpoints(self) -> None:
-        """Enable every breakpoint (inserted disabled while the debuggee started up)."""
+        """Enable every breakpoint (inserted disabled while the debuggee started up), and
+        follow its children from now on."""
         if self.breakpoints:
             self.gdb.command("-break-enable " + " ".join(map(str, self.breakpoints)))
+        self.tree.start_following()
 
     def announce_breakpoints(self) -> None:
-        """Report every breakpoint's current state (used once the session is known)."""
+        """Report every breakpoint's current state, and the debuggee as the first process
+        when children are followed (used once the session is known)."""
         for breakpoint in self.breakpoints.values():
             self.emit(BreakpointChanged(breakpoint.to_json()))
+        if self.tree.follow != FOLLOW_NONE:
+            self.tree.announce_root()
 
     def delete_breakpoint(self, number: int) -> None:
         """Delete one of the session's breakpoints."""
@@ -175,9 +190,11 @@ class Session:
     # --- running ----------------------------------------------------------------------
 
     def resume(self) -> None:
-        """Let the debuggee run."""
+        """Let the debuggee (and every followed process) run."""
         if self.state == "stopped":
-            self.gdb.command("-exec-continue")
+            if not self.tree.continue_all():
+                self._reconcile()
+                raise DebuggerError("gdb could resume none of the followed processes")
             self.state = "running"
 
     def interrupt(self) -> None:
@@ -189,7 +206,12 @@ class Session:
         """Process records and actions until the session ends; return the exit code."""
         try:
             while True:
-                self._handle(self.queue.get())
+                try:
+                    item = self.queue.get(timeout=RECONCILE_INTERVAL)
+                except queue.Empty:
+                    self._reconcile()
+                    continue
+                self._handle(item)
         except SessionEnded as end:
             return end.code
         except GdbExitedError:
@@ -231,8 +253,16 @@ class Session:
             self._on_stopped(payload, reporting)
         elif record.message == "breakpoint-modified":
             self._on_breakpoint_modified(payload["bkpt"])
-        elif record.message == "thread-group-exited" and "exit-code" in payload:
-            self._finish(int(payload["exit-code"], 8), None)
+        elif record.message is not None and record.message.startswith("thread-"):
+            process = self.tree.on_notify(record)
+            if process is not None and process is self.tree.root and "exit-code" in payload:
+                self._finish(int(payload["exit-code"], 8), None)
+
+    def _reconcile(self) -> None:
+        """Exits gdb did not report (it loses some with many processes): the root's ends the
+        session."""
+        if self.state in ("running", "stopped") and self.tree.root in self.tree.reconcile():
+            self._finish(None, None)
 
     def _on_breakpoint_modified(self, bkpt: dict[str, Any]) -> None:
         breakpoint = self.breakpoints.get(int(bkpt["number"]))
@@ -250,14 +280,15 @@ class Session:
 
     def _on_stopped(self, payload: dict[str, Any], reporting: bool) -> None:
         reason = payload.get("reason", "")
-        if reason == "exited-normally":
-            self._finish(0, None)
-        elif reason == "exited":
-            self._finish(int(payload.get("exit-code", "0"), 8), None)
-        elif reason == "exited-signalled":
-            self._finish(None, str(payload.get("signal-name", "")))
+        if reason.startswith("exited"):
+            self._on_exit_stop(reason, payload, reporting)
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
+        elif reason == "exec":
+            self.tree.on_exec_stop(payload)
+            self.resume()
+        elif self._is_repeated_crash(payload):
+            self.resume()
         elif reason == "breakpoint-hit":
             self._on_breakpoint_hit(payload)
         elif reason == "signal-received" and payload.get("signal-name") != "SIGINT":
@@ -266,6 +297,34 @@ class Session:
             self._report("step", None, None, payload)
         else:  # an interrupt (gdb says SIGINT, or gives no reason) or a stop gdb names otherwise
             self._report("interrupt" if reason in ("", "signal-received") else "other", None, None, payload)
+
+    def _on_exit_stop(self, reason: str, payload: dict[str, Any], reporting: bool) -> None:
+        """An exit: the root's ends the session; a followed child's is reported by the tree,
+        then the others run on."""
+        process = self.tree.on_exit_stop(payload)
+        if process is not None and process is not self.tree.root:
+            self._reconcile()
+            if reporting:
+                self.resume()
+        elif reason == "exited-normally":
+            self._finish(0, None)
+        elif reason == "exited":
+            self._finish(int(payload.get("exit-code", "0"), 8), None)
+        else:
+            self._finish(None, str(payload.get("signal-name", "")))
+
+    def _is_repeated_crash(self, payload: dict[str, Any]) -> bool:
+        """Whether a fatal signal was already reported for its process: torch's DataLoader
+        worker handler prints and re-raises it, and a stop for that would be a duplicate."""
+        name = payload.get("signal-name")
+        if payload.get("reason") != "signal-received" or name not in CRASH_SIGNALS:
+            return False
+        process = self.tree.stopped_in(payload)
+        if process is None:
+            return False
+        repeated = bool(process.crash_signal == name)
+        process.crash_signal = str(name)
+        return repeated
 
     def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
         number = int(payload.get("bkptno", 0))
@@ -280,9 +339,11 @@ class Session:
     def _report(self, reason: str, breakpoint: int | None, signal_name: str | None,
                 payload: dict[str, Any]) -> None:
         thread = payload.get("thread-id")
+        process: Process | None = self.tree.stopped_in(payload)
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=int(thread) if thread and str(thread).isdigit() else None,
-                          stack=self.mixed_stack())
+                          stack=self.mixed_stack(), pid=process.pid if process else self.pid,
+                          process=process.label() if process and process is not self.tree.root else None)
         self.emit(stopped)
         if self.auto_continue:
             self.resume()
@@ -350,9 +411,7 @@ class Session:
         self.state = "detached"
         # Our pipe closes before the kernel releases gdb's tracees: repair once gdb is gone.
         self.gdb.wait_exit(STOP_TIMEOUT)
-        restored = restore_breakpoint_bytes(self.pid) if self.pid else 0
-        if self.pid:
-            attach.ensure_running(self.pid)
+        restored = self._release_processes(repair=True)
         repair = f"{restored} breakpoint byte(s) restored"
         fate = self._debuggee_fate()
         if fate is None:
@@ -394,8 +453,9 @@ class Session:
         raise SessionEnded(code)
 
     def kill(self) -> None:
-        """Action: the user asked to end the debuggee."""
-        if self.pid is not None:
+        """Action: the user asked to end the debuggee (and every process followed with it)."""
+        self.tree.kill_all()
+        if self.pid is not None and self.tree.root is None:
             os.kill(self.pid, signal.SIGKILL)
         if self.state == "stopped":
             try:  # let gdb see the death (it may already have: then there is nothing to run)
@@ -413,9 +473,11 @@ class Session:
                     self._pump_until(lambda: self.state != "running", STOP_TIMEOUT, "the interrupt")
                 if self.state == "stopped":
                     self._take_pending_sigint()
-                    self.gdb.command("-target-detach", STOP_TIMEOUT)
+                    self.tree.detach_all()
             except (DebuggerError, SessionEnded) as err:
                 log.warning("detaching cleanly failed (%s); gdb's exit will detach", err)
+        elif self.gdb.alive and self.state == "exited":
+            self.tree.detach_all()  # followed processes outliving the debuggee run on
         self.state = "detached" if self.state != "exited" else "exited"
 
     def _take_pending_sigint(self) -> None:
@@ -438,11 +500,21 @@ class Session:
             if self._child is not None:
                 self._child.release()
             if self.pid is not None and self.state != "exited":
-                if killed:  # gdb had to be killed: it may have left breakpoint bytes behind
-                    restore_breakpoint_bytes(self.pid)
-                attach.ensure_running(self.pid)
+                # gdb had to be killed (``killed``): it may have left breakpoint bytes behind
+                self._release_processes(repair=killed)
                 if self._child is not None:
                     self._child.disown()
+            elif self.state == "exited":  # children outliving the root were detached: run on
+                self._release_processes(repair=killed)
+
+    def _release_processes(self, repair: bool) -> int:
+        """With gdb gone: restore breakpoint bytes (``repair``) in, and SIGCONT, every
+        followed process (the debuggee too); return the bytes restored."""
+        restored = self.tree.release_all(repair)
+        if self.pid is not None and self.tree.root is None:
+            restored += restore_breakpoint_bytes(self.pid) if repair else 0
+            attach.ensure_running(self.pid)
+        return restored
 
 
 def _libpython_paths(pid: int) -> list[str]:
