@@ -287,7 +287,7 @@ class Session:
         elif reason == "exec":
             self.tree.on_exec_stop(payload)
             self.resume()
-        elif self._is_repeated_crash(payload):
+        elif self._is_quiet(payload) or self._is_repeated_crash(payload):
             self.resume()
         elif reason == "breakpoint-hit":
             self._on_breakpoint_hit(payload)
@@ -312,6 +312,17 @@ class Session:
             self._finish(int(payload.get("exit-code", "0"), 8), None)
         else:
             self._finish(None, str(payload.get("signal-name", "")))
+
+    def _is_quiet(self, payload: dict[str, Any]) -> bool:
+        """Whether a stop is in a process that is not the user's (a non-Python program), or
+        is a child's non-fatal signal (a pool terminating its workers): passed on silently,
+        the child's ``exited`` event tells its end."""
+        process = self.tree.stopped_in(payload)
+        if process is None or process is self.tree.root:
+            return False
+        name = payload.get("signal-name")
+        return process.quiet or (payload.get("reason") == "signal-received"
+                                 and name not in CRASH_SIGNALS and name != "SIGINT")
 
     def _is_repeated_crash(self, payload: dict[str, Any]) -> bool:
         """Whether a fatal signal was already reported for its process: torch's DataLoader

@@ -29,7 +29,7 @@ import psutil
 
 from mixdbg import attach
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
-from mixdbg.events import Detached, Event, Exited, ProcessFollowed
+from mixdbg.events import Event, Exited, ProcessFollowed
 from mixdbg.gdbmi import GdbCommandError, GdbMi, MiRecord
 from mixdbg.proctree import procfs
 from mixdbg.proctree.table import DATALOADER_WORKER, Process, ProcessTable, tag
@@ -116,7 +116,9 @@ class ProcessTree:
             self.table.ended(process)
         if process is self.root or process.ended:
             return process
-        if exit_code is not None:  # without one: signalled (the *stopped that follows says
+        if process.quiet:
+            self.table.ended(process)
+        elif exit_code is not None:  # without one: signalled (the *stopped that follows says
             self._exited(process, int(exit_code, 8), None)  # which signal) or let go by us
         return process
 
@@ -129,6 +131,9 @@ class ProcessTree:
         return process
 
     def _exited(self, process: Process, code: int | None, signal_name: str | None) -> None:
+        if process.quiet:
+            self.table.ended(process)
+            return
         self._announce(process)
         self.table.ended(process)
         self.emit(Exited(code=code, signal=signal_name, pid=process.pid, process=process.label()))
@@ -136,31 +141,28 @@ class ProcessTree:
     # --- stops ------------------------------------------------------------------------
 
     def on_exec_stop(self, payload: dict[str, Any]) -> None:
-        """A process exec'd (it is at its new program's first instruction): keep following
-        it, tagged anew, or let it go untouched with all its future descendants."""
+        """A process exec'd (it is at its new program's first instruction): follow it,
+        tagged anew, or, for a program that is not Python, keep it quiet: never reported,
+        never stopped, as are its descendants until one of them execs Python.
+
+        Not detached: gdb 13.1 dies (internal-error in x86_linux_update_debug_registers)
+        when a vfork child (``subprocess``, ``posix_spawn``) is detached at its exec stop,
+        and hangs the next ``-exec-continue`` when it is detached at a later stop (measured)."""
         process = self.table.of_thread(str(payload.get("thread-id", "")))
         if process is None or process is self.root:
             return
         process.execed = True
         program = str(payload.get("new-exec", ""))
-        keep = self.follow == FOLLOW_ALL or (procfs.is_python_executable(program)
-                                             and not _is_debugpy_adapter(process.pid))
-        if keep:
+        process.quiet = not (self.follow == FOLLOW_ALL or (procfs.is_python_executable(program)
+                                                            and not _is_debugpy_adapter(process.pid)))
+        if not process.quiet:
             tag(process)
             self._announce(process)
-            return
-        try:
-            self.gdb.command(f"-target-detach --thread-group {process.inferior}")
-        except GdbCommandError as err:
-            log.warning("letting %s go at its exec failed: %s", process.label(), err.gdb_message)
-            return
-        self.table.ended(process)
-        self.emit(Detached(pid=process.pid, reason=f"it runs {program}, not Python (--follow python)"))
 
     def stopped_in(self, payload: dict[str, Any]) -> Process | None:
         """The process a reported stop is in, tagged and announced (first stop only)."""
         process = self.table.of_thread(str(payload.get("thread-id", "")))
-        if process is not None and not process.announced:
+        if process is not None and not process.announced and not process.quiet:
             tag(process)
             if process.role == DATALOADER_WORKER and self.worker_ids is not None:
                 process.worker_id = self.worker_ids(process.pid)

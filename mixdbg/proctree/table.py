@@ -36,6 +36,7 @@ class Process:
     rank: dict[str, int] = field(default_factory=dict)
     announced: bool = False
     ended: bool = False
+    quiet: bool = False  # not the user's (a non-Python program and its non-Python children)
     crash_signal: str | None = None  # the fatal signal already reported as a stop
 
     def label(self) -> str:
@@ -69,6 +70,8 @@ class ProcessTable:
         if self.root is None:
             process.role = MAIN
             self.root = process
+        parent = next((p for p in self.by_inferior.values() if p.pid == process.ppid and not p.ended), None)
+        process.quiet = parent is not None and parent.quiet
         self.by_inferior[inferior] = process
         return process
 
