@@ -1,0 +1,194 @@
+"""Following the processes a job starts (issue 10): DataLoader workers, multiprocessing
+spawn/forkserver, subprocess, torchrun ranks; real gdb, real torch, the tests' C extension."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CExtension, MixdbgRun, run_mixdbg
+
+pytestmark = [pytest.mark.timeout(240)]
+
+#: DataLoader(num_workers=N) over 8 items whose __getitem__ calls torch.randn; with "crash",
+#: item 5 reads address 0 first.
+DATALOADER = """\
+import ctypes, sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+CRASH = sys.argv[2:] == ["crash"]
+
+
+class Items(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if CRASH and i == 5:
+            ctypes.string_at(0)  # @crash
+        return torch.randn(2)
+
+
+if __name__ == "__main__":
+    loader = DataLoader(Items(), batch_size=2, num_workers=int(sys.argv[1]))
+    print("items", sum(batch.shape[0] for batch in loader), flush=True)
+"""
+
+#: A Pool(2) of the given start method; each worker calls into the C extension when it starts.
+POOL = """\
+import multiprocessing, sys
+import mixdbg_testext as ext
+
+
+def started():
+    ext.loop(1)
+
+
+if __name__ == "__main__":
+    with multiprocessing.get_context(sys.argv[1]).Pool(2, initializer=started) as pool:
+        print("results", pool.map(abs, [-1, -2]), flush=True)
+"""
+
+SUBPROCESSES = """\
+import subprocess, sys
+subprocess.run([sys.executable, "-c", "import mixdbg_testext as ext; print('python child', ext.loop(1))"], check=True)
+out = subprocess.run(["bash", "-c", "echo bash child $$"], check=True, capture_output=True, text=True).stdout
+print(out.strip(), "ran untouched", flush=True)
+"""
+
+TRAIN = """\
+import os
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+total = torch.ones(2) * (dist.get_rank() + 1)
+dist.all_reduce(total)
+os.write(1, f"rank {dist.get_rank()} sum {total.tolist()}\n".encode())  # one write: ranks interleave
+dist.destroy_process_group()
+"""
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+def python_frames(stop: dict[str, Any]) -> list[tuple[str, int | None]]:
+    return [(f["function"], f["line"]) for f in stop["frames"] if f["kind"] == "python"]
+
+
+def processes(result: MixdbgRun) -> dict[int, dict[str, Any]]:
+    return {event["pid"]: event for event in result.of("process")}
+
+
+def follow_run(args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+               timeout: float = 200) -> MixdbgRun:
+    return run_mixdbg(["run", "--json", "--no-prompt", "--port", "0", *args], env=env, cwd=cwd, timeout=timeout)
+
+
+@pytest.mark.torch
+def test_dataloader_workers_stop_tagged(torch_installed: None, tmp_path: Path) -> None:
+    # Given a DataLoader with 2 fork workers, whose randn runs only in the workers
+    script = write(tmp_path, "dl.py", DATALOADER)
+    # When it runs under mixdbg with a breakpoint on randn
+    result = follow_run(["-b", "at::native::randn", str(script), "2"])
+    # Then randn stops in both workers, each tagged as a DataLoader worker of the main process
+    assert result.returncode == 0, result.stderr[-3000:]
+    main = result.of("session")[0]["pid"]
+    tagged = processes(result)
+    assert tagged[main]["role"] == "main"
+    stopped_in = {stop["pid"] for stop in result.of("stopped")}
+    assert len(stopped_in) == 2 and main not in stopped_in
+    for pid in stopped_in:
+        assert tagged[pid]["role"] == "dataloader-worker" and tagged[pid]["ppid"] == main
+    assert all(stop["process"].startswith("DataLoader worker") for stop in result.of("stopped"))
+    # and each worker's exit is its own event (gdb 13 loses some exits: found gone in /proc
+    # after its parent reaped it, the status is unknown), the script's output complete
+    exits = {event["pid"]: (event["code"], event["signal"]) for event in result.of("exited") if "pid" in event}
+    assert set(exits) == stopped_in and set(exits.values()) <= {(0, None), (None, None)}
+    assert "items 8" in result.stderr
+
+
+@pytest.mark.torch
+def test_dataloader_worker_crash(torch_installed: None, tmp_path: Path) -> None:
+    # Given a DataLoader whose item 5 reads address 0 in a worker
+    script = write(tmp_path, "dl.py", DATALOADER)
+    plain = subprocess.run([sys.executable, str(script), "2", "crash"], capture_output=True, timeout=120,
+                           check=False)
+    # When it runs under mixdbg
+    result = follow_run([str(script), "2", "crash"])
+    # Then the crash is one stop in the worker, with its Python line, and mixdbg exits as python did
+    crashes = [stop for stop in result.of("stopped") if stop["signal"] == "SIGSEGV"]
+    assert len(crashes) == 1, result.stderr[-3000:]
+    worker = processes(result)[crashes[0]["pid"]]
+    assert worker["role"] == "dataloader-worker"
+    crash_line = next(n for n, text in enumerate(DATALOADER.splitlines(), 1) if "@crash" in text)
+    assert ("__getitem__", crash_line) in python_frames(crashes[0])
+    assert {"event": "exited", "code": None, "signal": "SIGSEGV", "pid": worker["pid"],
+            "process": crashes[0]["process"]} in result.of("exited")
+    assert result.returncode == plain.returncode == 1
+    assert "DataLoader worker" in result.stderr  # the parent's own error, unchanged
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_pool_children_stop(cext: CExtension, tmp_path: Path, method: str) -> None:
+    # Given a Pool(2) whose workers call into the C extension
+    script = write(tmp_path, "pool.py", POOL)
+    # When it runs under mixdbg with a breakpoint in the extension
+    result = follow_run(["-b", "native_step", str(script), method], env=cext.env())
+    # Then both pool workers (exec'd Python children) stop there
+    assert result.returncode == 0, result.stderr[-3000:]
+    main = result.of("session")[0]["pid"]
+    stopped_in = {stop["pid"] for stop in result.of("stopped")}
+    assert len(stopped_in) == 2 and main not in stopped_in
+    assert all(processes(result)[pid]["role"] == "child" for pid in stopped_in)
+    assert "results [1, 2]" in result.stderr
+
+
+def test_subprocess_python_followed_bash_untouched(cext: CExtension, tmp_path: Path) -> None:
+    # Given a script running a Python child, then a bash child
+    script = write(tmp_path, "sub.py", SUBPROCESSES)
+    # When it runs under mixdbg with a breakpoint in the extension
+    result = follow_run(["-b", "native_step", str(script)], env=cext.env())
+    # Then the Python child stops and is followed; bash is never reported and runs untouched
+    assert result.returncode == 0, result.stderr[-3000:]
+    stops = result.of("stopped")
+    assert len(stops) == 1
+    child = processes(result)[stops[0]["pid"]]
+    assert child["argv"][1] == "-c" and child["ppid"] == result.of("session")[0]["pid"]
+    assert not any("bash" in " ".join(event["argv"]) for event in result.of("process"))
+    assert "python child 0" in result.stderr and "ran untouched" in result.stderr
+
+
+def test_follow_none_keeps_to_the_debuggee(cext: CExtension, tmp_path: Path) -> None:
+    script = write(tmp_path, "sub.py", SUBPROCESSES)
+    result = follow_run(["--follow", "none", "-b", "native_step", str(script)], env=cext.env())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.of("stopped") == [] and result.of("process") == []
+    assert "python child 0" in result.stderr
+
+
+@pytest.mark.torch
+def test_torchrun_ranks_stop_tagged(torch_installed: None, tmp_path: Path) -> None:
+    # Given a 2-rank gloo job started by torchrun
+    write(tmp_path, "train.py", TRAIN)
+    # When it runs under mixdbg with a breakpoint on gloo's allreduce
+    result = follow_run(["-b", "c10d::ProcessGroupGloo::allreduce", "-m", "torch.distributed.run",
+                         "--nproc-per-node", "2", "train.py"], cwd=tmp_path)
+    # Then each rank stops once, tagged with its rank, and the job completes
+    assert result.returncode == 0, result.stderr[-3000:]
+    stops = result.of("stopped")
+    tagged = processes(result)
+    ranks = sorted(tagged[stop["pid"]]["rank"] for stop in stops)
+    assert ranks == [0, 1]
+    for stop in stops:
+        rank = tagged[stop["pid"]]
+        assert rank["role"] == "rank" and rank["world_size"] == 2 and rank["local_rank"] == rank["rank"]
+        assert stop["process"] == f"rank {rank['rank']}, pid {stop['pid']}"
+    assert "rank 0 sum [3.0, 3.0]" in result.stderr and "rank 1 sum [3.0, 3.0]" in result.stderr
