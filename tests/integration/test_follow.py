@@ -68,7 +68,7 @@ import torch.distributed as dist
 dist.init_process_group("gloo")
 total = torch.ones(2) * (dist.get_rank() + 1)
 dist.all_reduce(total)
-os.write(1, f"rank {dist.get_rank()} sum {total.tolist()}\n".encode())  # one write: ranks interleave
+os.write(1, f"rank {dist.get_rank()} sum {total.tolist()}\\n".encode())  # one write: ranks interleave
 dist.destroy_process_group()
 """
 
