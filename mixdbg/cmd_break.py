@@ -63,7 +63,7 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
 
     sessions = verbs.add_parser("sessions", help="list your live mixdbg sessions",
                                 description="List your live 'mixdbg run' / 'mixdbg attach' sessions: "
-                                "debuggee PID, debugpy port, start time, breakpoints, target. Sockets "
+                                "debuggee PID, debugpy port, start time, breakpoints, followed processes, target. Sockets "
                                 "left by sessions that died are removed on the way.")
     sessions.add_argument("--json", action="store_true", help="one JSON document on stdout")
     sessions.set_defaults(func=_sessions)
@@ -127,10 +127,11 @@ def _sessions(args: argparse.Namespace) -> int:
     else:
         rows = [{"pid": info.pid, "port": info.port if info.port is not None else "-",
                  "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started)),
-                 "breakpoints": info.breakpoints, "state": info.state, "target": info.target}
+                 "breakpoints": info.breakpoints, "state": info.state, "target": info.target,
+                 "processes": "; ".join(p["process"] for p in info.processes) or "-"}
                 for info in found]
         Output(json_mode=False).table(rows, columns=("pid", "port", "started", "breakpoints", "state",
-                                                     "target"))
+                                                     "processes", "target"))
     return 0
 
 

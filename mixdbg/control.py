@@ -256,7 +256,8 @@ class ControlServer:
     def describe(self) -> dict[str, Any]:
         """The session's metadata. Read from the server thread: plain attribute reads only."""
         return {**self.description, "state": self.session.state,
-                "breakpoints": len(self.session.breakpoints)}
+                "breakpoints": len(self.session.breakpoints),
+                "processes": [{"pid": pid, "process": label} for pid, label in self.session.tree.summary]}
 
 
 def _read_request(sock: socket.socket) -> bytes:
@@ -453,12 +454,13 @@ class SessionInfo:
     state: str
     breakpoints: int
     socket: Path
+    processes: list[dict[str, Any]]  # the followed processes: pid, process (who, for people)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (``mixdbg sessions --json``)."""
         return {"pid": self.pid, "owner_pid": self.owner_pid, "target": self.target, "port": self.port,
                 "started": self.started, "state": self.state, "breakpoints": self.breakpoints,
-                "socket": str(self.socket)}
+                "socket": str(self.socket), "processes": self.processes}
 
 
 def call(path: Path, verb: str, args: dict[str, Any] | None = None,
@@ -543,7 +545,8 @@ def _info(described: dict[str, Any], path: Path) -> SessionInfo:
     return SessionInfo(pid=int(described["pid"]), owner_pid=int(described["owner_pid"]),
                        target=str(described["target"]), port=described.get("port"),
                        started=float(described["started"]), state=str(described["state"]),
-                       breakpoints=int(described["breakpoints"]), socket=path)
+                       breakpoints=int(described["breakpoints"]), socket=path,
+                       processes=list(described.get("processes", [])))
 
 
 def find_session(pid: int | None) -> SessionInfo:

@@ -239,6 +239,8 @@ class Session:
         elif isinstance(item, MiRecord):
             if item.kind == "async":
                 self._on_async(item, reporting)
+            elif item.kind == "console":
+                self.tree.on_console(str(item.payload))
             elif item.kind in ("log", "output"):
                 log.debug("gdb: %s", item.payload)
         else:
@@ -284,9 +286,6 @@ class Session:
             self._on_exit_stop(reason, payload, reporting)
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
-        elif reason == "exec":
-            self.tree.on_exec_stop(payload)
-            self.resume()
         elif self._is_quiet(payload) or self._is_repeated_crash(payload):
             self.resume()
         elif reason == "breakpoint-hit":

@@ -114,28 +114,34 @@ def run_mixdbg(args: Sequence[str], env: dict[str, str] | None = None, timeout: 
 RUN_TOKEN_VAR = "MIXDBG_TEST_RUN"
 
 
-def _ours(proc: psutil.Process, token: str) -> bool:
+def _ours(proc: psutil.Process, token: str, workdir: str) -> bool:
+    """A process of this run: it carries the token, and it is mixdbg's (gdb, an adapter, a
+    debuggee) or runs a test's script (in its command line or working directory: the
+    children a debuggee starts, such as multiprocessing workers and torchrun ranks)."""
     try:
         if proc.environ().get(RUN_TOKEN_VAR) != token:
             return False
         text = " ".join(proc.cmdline())
+        cwd = proc.cwd()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return False
-    return any(marker in text for marker in LEFTOVER_MARKERS)
+    return any(marker in text for marker in (*LEFTOVER_MARKERS, workdir)) or cwd.startswith(workdir)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def no_leftovers() -> Iterator[None]:
-    """Fail the run if the tests leave a gdb, debugpy adapter or debuggee behind.
+def no_leftovers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fail the run if the tests leave a gdb, debugpy adapter, debuggee or one of its
+    children behind.
 
     Only processes carrying this run's token (inherited from our environment) are ours;
     leftovers are reported, then ended by PID so that CI is not left with strays."""
     token = uuid.uuid4().hex
     os.environ[RUN_TOKEN_VAR] = token
+    workdir = str(tmp_path_factory.getbasetemp())
     yield
     deadline = time.monotonic() + 10
     while True:
-        left = [p for p in psutil.process_iter() if _ours(p, token)]
+        left = [p for p in psutil.process_iter() if _ours(p, token, workdir)]
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.2)

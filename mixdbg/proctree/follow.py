@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 from typing import Any, Callable
 
@@ -38,6 +39,7 @@ from mixdbg.proctree.workers import WorkerIdReader
 log = logging.getLogger(__name__)
 
 FOLLOW_NONE, FOLLOW_PYTHON, FOLLOW_ALL = "none", "python", "all"
+_EXEC_LINE = re.compile(r"^process (\d+) is executing new program: (.+)$")
 FOLLOW_MODES = (FOLLOW_NONE, FOLLOW_PYTHON, FOLLOW_ALL)
 _FOLLOW_SETTINGS = (
     "set schedule-multiple on",
@@ -64,6 +66,9 @@ class ProcessTree:
         self.table = ProcessTable()
         self._last_exit: Process | None = None
         self.following = False
+        #: (pid, label) of the live, announced processes: replaced whole on each change, so
+        #: other threads (the control socket's) can read it without a lock.
+        self.summary: tuple[tuple[int, str], ...] = ()
 
     # --- setting up -------------------------------------------------------------------
 
@@ -77,13 +82,11 @@ class ProcessTree:
     def start_following(self) -> None:
         """Follow children from now on. Until then (a launched debuggee starting debugpy,
         whose ``platform`` module runs ``uname``) gdb lets forks go as it always did: in
-        all-stop, a followed child's exec or exit would stop the debuggee while nobody
-        reads gdb's events yet. ``catch exec`` is what lets a non-Python program go before
-        its first instruction."""
+        all-stop, a followed child's exit would stop the debuggee while nobody reads gdb's
+        events yet."""
         if self.follow == FOLLOW_NONE or self.following:
             return
         self.gdb.console("set detach-on-fork off")
-        self.gdb.console("catch exec")
         self.following = True
 
     @property
@@ -136,23 +139,29 @@ class ProcessTree:
             return
         self._announce(process)
         self.table.ended(process)
+        self._publish()
         self.emit(Exited(code=code, signal=signal_name, pid=process.pid, process=process.label()))
 
     # --- stops ------------------------------------------------------------------------
 
-    def on_exec_stop(self, payload: dict[str, Any]) -> None:
-        """A process exec'd (it is at its new program's first instruction): follow it,
-        tagged anew, or, for a program that is not Python, keep it quiet: never reported,
-        never stopped, as are its descendants until one of them execs Python.
+    def on_console(self, text: str) -> None:
+        """gdb's console line ``process N is executing new program: PATH`` (an exec; gdb
+        follows it and lets the process run on): follow the new program, tagged anew, or,
+        if it is not Python, keep it quiet: never reported, never stopped, and so are its
+        descendants until one of them execs Python.
 
-        Not detached: gdb 13.1 dies (internal-error in x86_linux_update_debug_registers)
-        when a vfork child (``subprocess``, ``posix_spawn``) is detached at its exec stop,
-        and hangs the next ``-exec-continue`` when it is detached at a later stop (measured)."""
-        process = self.table.of_thread(str(payload.get("thread-id", "")))
+        Not detached, and no ``catch exec`` stop to detach it at: gdb 13.1 dies
+        (internal-error in x86_linux_update_debug_registers) when a vfork child
+        (``subprocess``, ``posix_spawn``) is detached at its exec catchpoint, and hangs the
+        next ``-exec-continue`` when it is detached at a later stop (measured)."""
+        match = _EXEC_LINE.match(text.strip())
+        if match is None:
+            return
+        pid, program = int(match.group(1)), match.group(2)
+        process = next((p for p in self.table.live() if p.pid == pid), None)
         if process is None or process is self.root:
             return
         process.execed = True
-        program = str(payload.get("new-exec", ""))
         process.quiet = not (self.follow == FOLLOW_ALL or (procfs.is_python_executable(program)
                                                             and not _is_debugpy_adapter(process.pid)))
         if not process.quiet:
@@ -177,7 +186,11 @@ class ProcessTree:
     def _announce(self, process: Process) -> None:
         if not process.announced:
             process.announced = True
+            self._publish()
             self.emit(ProcessFollowed(process.to_json(), process.label()))
+
+    def _publish(self) -> None:
+        self.summary = tuple((p.pid, p.label()) for p in self.table.live() if p.announced)
 
     # --- resuming ---------------------------------------------------------------------
 
