@@ -3,13 +3,15 @@ spawn/forkserver, subprocess, torchrun ranks; real gdb, real torch, the tests' C
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CExtension, MixdbgRun, run_mixdbg
+from conftest import CEXT_SOURCE, CExtension, Forky, MixdbgRun, run_mixdbg
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -38,18 +40,22 @@ if __name__ == "__main__":
     print("items", sum(batch.shape[0] for batch in loader), flush=True)
 """
 
-#: A Pool(2) of the given start method; each worker calls into the C extension when it starts.
+#: A Pool(2) of the given start method; each worker calls into the C extension when it
+#: starts, and waits for the other (so that neither is terminated before it started).
 POOL = """\
 import multiprocessing, sys
 import mixdbg_testext as ext
 
 
-def started():
+def started(barrier):
     ext.loop(1)
+    barrier.wait(60)
 
 
 if __name__ == "__main__":
-    with multiprocessing.get_context(sys.argv[1]).Pool(2, initializer=started) as pool:
+    context = multiprocessing.get_context(sys.argv[1])
+    barrier = context.Barrier(2)
+    with context.Pool(2, initializer=started, initargs=(barrier,)) as pool:
         print("results", pool.map(abs, [-1, -2]), flush=True)
 """
 
@@ -192,3 +198,26 @@ def test_torchrun_ranks_stop_tagged(torch_installed: None, tmp_path: Path) -> No
         assert rank["role"] == "rank" and rank["world_size"] == 2 and rank["local_rank"] == rank["rank"]
         assert stop["process"] == f"rank {rank['rank']}, pid {stop['pid']}"
     assert "rank 0 sum [3.0, 3.0]" in result.stderr and "rank 1 sum [3.0, 3.0]" in result.stderr
+
+
+@pytest.mark.slow
+def test_follow_on_forky_gdb18_python314(forky: Forky, tmp_path: Path) -> None:
+    # Given Python 3.14 (forkserver by default, stripped) and gdb 18, the extension built there
+    shutil.copy(CEXT_SOURCE, tmp_path)
+    write(tmp_path, "pool.py", POOL)
+    write(tmp_path, "sub.py", SUBPROCESSES)
+    build = ("gcc -g -O0 -shared -fPIC $(python3.14-config --includes) mixdbg_testext.c "
+             "-o mixdbg_testext$(python3.14-config --extension-suffix)")
+    mixdbg = f"PYTHONPATH=/project {forky.python} -m mixdbg run --json --no-prompt --port 0 -b native_step"
+    script = f"set -e; cd /project; {build}; {mixdbg} pool.py forkserver > pool.json; {mixdbg} sub.py > sub.json"
+    # When the pool and the subprocess scripts run under mixdbg there
+    done = forky.run(tmp_path, ["bash", "-c", script], timeout=300)
+    # Then both forkserver children stop, and the Python subprocess does while bash is left alone
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    pool = [json.loads(line) for line in (tmp_path / "pool.json").read_text().splitlines()]
+    main = next(e["pid"] for e in pool if e["event"] == "session")
+    assert len({e["pid"] for e in pool if e["event"] == "stopped"} - {main}) == 2
+    sub = [json.loads(line) for line in (tmp_path / "sub.json").read_text().splitlines()]
+    assert [e["frames"][0]["function"] for e in sub if e["event"] == "stopped"] == ["native_step"]
+    assert not any("bash" in " ".join(e["argv"]) for e in sub if e["event"] == "process")
+    assert "ran untouched" in done.stderr

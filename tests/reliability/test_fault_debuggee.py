@@ -62,13 +62,19 @@ sys.exit(4)
 """
 
 
-def test_fork_child_runs_undebugged_and_unharmed(cext: CExtension, tmp_path: Path) -> None:
+@pytest.mark.parametrize("follow", ["none", "python"])
+def test_fork_child_runs_unharmed(cext: CExtension, tmp_path: Path, follow: str) -> None:
+    # --follow none: the child is not debugged (gdb removed its breakpoints at the fork);
+    # --follow python (the default): it is, and stops too
     script = write_script(tmp_path, FORKER)
-    result = run_mixdbg([*json_run_args("native_step"), str(script)], env=cext.env())
+    result = run_mixdbg([*json_run_args("native_step", extra=("--follow", follow)), str(script)], env=cext.env())
     assert result.returncode == 4, result.stderr
     assert "child exit 9" in result.stderr  # not -5 (SIGTRAP from a breakpoint left in it)
     assert "parent 6" in result.stderr
-    assert len(result.of("stopped")) == 3
+    main = result.of("session")[0]["pid"]
+    in_child = [stop for stop in result.of("stopped") if stop["pid"] != main]
+    assert len(result.of("stopped")) - len(in_child) == 3
+    assert len(in_child) == (2 if follow == "python" else 0)
 
 
 def test_exec_runs_the_new_program(cext: CExtension, tmp_path: Path) -> None:
