@@ -115,14 +115,11 @@ class ProcessTree:
         if process is None:
             return None
         self._last_exit = process
-        if process is self.root:
-            self.table.ended(process)
-        if process is self.root or process.ended:
-            return process
-        if process.quiet:
-            self.table.ended(process)
-        elif exit_code is not None:  # without one: signalled (the *stopped that follows says
-            self._exited(process, int(exit_code, 8), None)  # which signal) or let go by us
+        if process is self.root or process.quiet:
+            self.table.ended(process)  # the root's end is the session's; a quiet one untold
+        elif not process.ended and exit_code is not None:
+            self._exited(process, int(exit_code, 8), None)
+        # else: signalled (the *stopped that follows names the signal), or let go by us
         return process
 
     def on_exit_stop(self, payload: dict[str, Any]) -> Process | None:
@@ -134,11 +131,10 @@ class ProcessTree:
         return process
 
     def _exited(self, process: Process, code: int | None, signal_name: str | None) -> None:
+        self.table.ended(process)
         if process.quiet:
-            self.table.ended(process)
             return
         self._announce(process)
-        self.table.ended(process)
         self._publish()
         self.emit(Exited(code=code, signal=signal_name, pid=process.pid, process=process.label()))
 

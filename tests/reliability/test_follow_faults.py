@@ -17,11 +17,11 @@ from faultkit import SUBREAPER, Fate, Scenario, close_interactive, json_run_args
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.torch]
 
-#: Two DataLoader workers that wait for the file "gate", then call into the C extension
-#: once per item; the main process writes the item count to "result".
+#: Two DataLoader workers that wait for the file "gate", then load the C extension (a
+#: dlopen: gdb's shared-library breakpoint in ld.so is hit) and call into it once per item;
+#: the main process writes the item count to "result".
 WORKERS = """\
 import os, pathlib, sys, time
-import mixdbg_testext as ext
 from torch.utils.data import DataLoader, Dataset
 
 
@@ -33,6 +33,7 @@ class Items(Dataset):
         deadline = time.monotonic() + 60
         while not os.path.exists("gate") and time.monotonic() < deadline:
             time.sleep(0.01)
+        import mixdbg_testext as ext
         return ext.loop(1)
 
 
@@ -104,3 +105,25 @@ def test_sigkill_with_a_worker_stopped_at_a_breakpoint(torch_installed: None, ce
     assert (tmp_path / "result").read_text() == "4"
     fates = [line for line in (tmp_path / "fates.jsonl").read_text().splitlines() if f'"pid": {main},' in line]
     assert fates and '"code": 0' in fates[0], fates
+
+
+def test_gdb_killed_while_workers_are_followed(torch_installed: None, cext: CExtension, tmp_path: Path) -> None:
+    # Given a session following 2 DataLoader workers, which wait at their gate
+    write_script(tmp_path, WORKERS)
+    scenario = Scenario([*json_run_args("native_step"), "script.py"], cext.env(), tmp_path)
+    try:
+        session = scenario.wait_event("session")
+        wait_for(lambda: len(workers_of(session["pid"])) == 2, 60, "two DataLoader workers")
+        # When gdb is SIGKILLed, then the workers go on and load the extension (ld.so's
+        # breakpoint gdb had inserted in each worker is on that path)
+        os.kill(session["gdb_pid"], signal.SIGKILL)
+        wait_for(lambda: "gdb" in scenario.stderr() and "died" in scenario.stderr(), 30, "mixdbg's report")
+        (tmp_path / "gate").touch()
+        fates = scenario.finish(120)
+    finally:
+        (tmp_path / "gate").touch()
+        scenario.close()
+    # Then mixdbg says gdb died, and every process finishes normally: no worker died of SIGTRAP
+    assert fates[scenario.mixdbg_pid] == Fate(75, None)
+    assert (tmp_path / "result").read_text() == "4", scenario.stderr()[-3000:]
+    assert fates[session["pid"]] == Fate(0, None)

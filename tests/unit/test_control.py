@@ -31,6 +31,8 @@ NOBODY = 65534
 class FakeSession(SimpleNamespace):
     """What the server and the list/delete operations touch."""
 
+    tree = SimpleNamespace(summary=((4243, "rank 1, pid 4243"),))  # the followed processes
+
     def delete_breakpoint(self, number: int) -> None:
         if self.breakpoints.pop(number, None) is None:
             raise UsageError(f"no breakpoint {number}")
@@ -173,6 +175,7 @@ def test_describe_and_list(server: tuple[control.ControlServer, FakeSession]) ->
     described = control.call(srv.path, "describe")
     assert described["pid"] == 4242 and described["port"] == 5678 and described["target"] == "train.py --epochs 1"
     assert described["owner_pid"] == os.getpid() and described["state"] == "running"
+    assert described["processes"] == [{"pid": 4243, "process": "rank 1, pid 4243"}]
     assert control.call(srv.path, "list") == {"breakpoints": []}
 
 
