@@ -30,6 +30,7 @@ class Items(Dataset):
         return 4
 
     def __getitem__(self, i):
+        pathlib.Path(f"waiting-{os.getpid()}").touch()
         deadline = time.monotonic() + 60
         while not os.path.exists("gate") and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -113,9 +114,10 @@ def test_gdb_killed_while_workers_are_followed(torch_installed: None, cext: CExt
     scenario = Scenario([*json_run_args("native_step"), "script.py"], cext.env(), tmp_path)
     try:
         session = scenario.wait_event("session")
-        wait_for(lambda: len(workers_of(session["pid"])) == 2, 60, "two DataLoader workers")
-        # When gdb is SIGKILLed, then the workers go on and load the extension (ld.so's
-        # breakpoint gdb had inserted in each worker is on that path)
+        wait_for(lambda: len(list(tmp_path.glob("waiting-*"))) == 2, 60, "two DataLoader workers at the gate")
+        # When gdb is SIGKILLed (while no process is loading a library: one that executes
+        # ld.so's breakpoint between gdb's death and the repair dies, the documented window),
+        # then the workers go on and load the extension (through that breakpoint)
         os.kill(session["gdb_pid"], signal.SIGKILL)
         wait_for(lambda: "gdb" in scenario.stderr() and "died" in scenario.stderr(), 30, "mixdbg's report")
         (tmp_path / "gate").touch()
