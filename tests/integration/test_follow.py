@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 from conftest import CEXT_SOURCE, CExtension, Forky, MixdbgRun, run_mixdbg
 
@@ -178,6 +179,42 @@ def test_follow_none_keeps_to_the_debuggee(cext: CExtension, tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.of("stopped") == [] and result.of("process") == []
     assert "python child 0" in result.stderr
+
+
+FORKS = """\
+import os, mixdbg_testext as ext
+children = []
+for _ in range(2):
+    pid = os.fork()
+    if pid == 0:
+        ext.loop(1)
+        os._exit(0)
+    children.append(pid)
+print("children", [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children], flush=True)
+"""
+
+
+def test_prompt_takes_the_stops_of_children_one_at_a_time(cext: CExtension, tmp_path: Path) -> None:
+    # Given two fork children that each call into the extension, at a terminal
+    script = write(tmp_path, "forks.py", FORKS)
+    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", "-b", "native_step", str(script)],
+                          env=cext.env(), encoding="utf-8", timeout=60, dimensions=(50, 200))
+    try:
+        # When each stop is continued at the prompt
+        stopped_in = []
+        for _ in range(2):
+            child.expect(r"\[child, pid (\d+)\] stopped at breakpoint 1 in thread \d+:")
+            stopped_in.append(int(child.match.group(1)))
+            child.expect_exact("(mixdbg) ")
+            child.sendline("c")
+        # Then each child's stop came on its own, named, and the run ended normally
+        child.expect(r"children \[0, 0\]")
+        child.expect("the debuggee exited with code 0")
+        child.expect(pexpect.EOF)
+        assert len(set(stopped_in)) == 2
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
 
 
 @pytest.mark.torch
