@@ -217,6 +217,55 @@ def test_prompt_takes_the_stops_of_children_one_at_a_time(cext: CExtension, tmp_
             child.terminate(force=True)
 
 
+#: Reports its pid, waits for the file "gate", then forks a child that calls into C.
+ATTACHED = """\
+import os, sys, time, mixdbg_testext as ext
+print(os.getpid(), flush=True)
+while not os.path.exists("gate"):
+    time.sleep(0.05)
+pid = os.fork()
+if pid == 0:
+    ext.loop(1)
+    os._exit(3)
+print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+"""
+
+
+def test_attach_follows_children_started_after_it(cext: CExtension, tmp_path: Path) -> None:
+    # Given a running process that will fork once a gate opens
+    write(tmp_path, "attached.py", ATTACHED)
+    target = subprocess.Popen([sys.executable, "attached.py"], env=cext.env(), cwd=tmp_path,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout is not None
+        pid = int(target.stdout.readline())
+        # When mixdbg attaches with a breakpoint, and the gate opens once the session is up
+        mixdbg = subprocess.Popen([sys.executable, "-m", "mixdbg", "attach", "--json", "-b", "native_step", str(pid)],
+                                  env=cext.env(), stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        assert mixdbg.stdout is not None
+        events = []
+        for line in mixdbg.stdout:
+            events.append(json.loads(line))
+            if events[-1]["event"] == "session":
+                (tmp_path / "gate").touch()
+        assert mixdbg.wait(60) == 0
+        # Then the child stops, is tagged, exits with its own code, and the target ends normally
+        stops = [e for e in events if e["event"] == "stopped"]
+        assert len(stops) == 1 and stops[0]["pid"] != pid
+        child = next(e for e in events if e["event"] == "process" and e["pid"] == stops[0]["pid"])
+        assert child["role"] == "child" and child["ppid"] == pid
+        assert {"event": "exited", "code": 3, "signal": None, "pid": child["pid"],
+                "process": stops[0]["process"]} in events
+        assert target.stdout.readline().strip() == "child 3"
+    finally:
+        (tmp_path / "gate").touch()
+        try:
+            target.wait(30)
+        except subprocess.TimeoutExpired:
+            target.kill()
+            target.wait()
+
+
 @pytest.mark.torch
 def test_torchrun_ranks_stop_tagged(torch_installed: None, tmp_path: Path) -> None:
     # Given a 2-rank gloo job started by torchrun
