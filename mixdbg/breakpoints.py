@@ -75,6 +75,7 @@ class Location:
     line: int | None
     enabled: bool
     condition_invalid: bool = False
+    inferiors: tuple[str, ...] = ()  # gdb's thread groups (processes) the location is in
 
     @property
     def is_plt(self) -> bool:
@@ -150,6 +151,7 @@ def _location(raw: dict[str, Any], number: str) -> Location:
         enabled=raw.get("enabled", "y") == "y",
         # gdb >= 11 disables a location whose condition does not compile there: "N".
         condition_invalid=raw.get("enabled") in ("N", "N*"),
+        inferiors=tuple(str(group) for group in raw.get("thread-groups") or ()),
     )
 
 

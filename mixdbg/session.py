@@ -152,7 +152,7 @@ class Session:
         self.breakpoints[breakpoint.number] = breakpoint
         self._disable_plt(breakpoint)
         if announce:
-            self.emit(BreakpointChanged(breakpoint.to_json()))
+            self.emit(self._breakpoint_event(breakpoint))
         return breakpoint
 
     def enable_breakpoints(self) -> None:
@@ -166,7 +166,7 @@ class Session:
         """Report every breakpoint's current state, and the debuggee as the first process
         when children are followed (used once the session is known)."""
         for breakpoint in self.breakpoints.values():
-            self.emit(BreakpointChanged(breakpoint.to_json()))
+            self.emit(self._breakpoint_event(breakpoint))
         if self.tree.follow != FOLLOW_NONE:
             self.tree.announce_root()
 
@@ -176,7 +176,12 @@ class Session:
         if breakpoint is None:
             raise UsageError(f"no breakpoint {number}")
         self.gdb.command(f"-break-delete {number}")
-        self.emit(BreakpointChanged(breakpoint.to_json(), deleted=True))
+        self.emit(self._breakpoint_event(breakpoint, deleted=True))
+
+    def _breakpoint_event(self, breakpoint: Breakpoint, deleted: bool = False) -> BreakpointChanged:
+        """A breakpoint's event, with the pids of the processes it has a location in."""
+        inferiors = {inferior for loc in breakpoint.real_locations for inferior in loc.inferiors}
+        return BreakpointChanged({**breakpoint.to_json(), "pids": self.tree.pids_of(inferiors)}, deleted)
 
     def _disable_plt(self, breakpoint: Breakpoint) -> None:
         stubs = breakpoint.plt_to_disable()
@@ -274,7 +279,7 @@ class Session:
         breakpoint.locations = locations_from_mi(bkpt)
         self._disable_plt(breakpoint)
         if (breakpoint.to_json(), breakpoint.invalid_condition) != before:
-            self.emit(BreakpointChanged(breakpoint.to_json()))
+            self.emit(self._breakpoint_event(breakpoint))
             if breakpoint.invalid_condition:
                 self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
                                             f"'{breakpoint.spec.condition}' at some locations; "

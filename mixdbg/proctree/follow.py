@@ -225,6 +225,10 @@ class ProcessTree:
 
     # --- ending -----------------------------------------------------------------------
 
+    def pids_of(self, inferiors: set[str]) -> list[int]:
+        """The pids of the live, reported processes among gdb's ``inferiors`` ("i2")."""
+        return sorted(p.pid for p in self.table.live() if p.inferior in inferiors and not p.quiet)
+
     def live_pids(self) -> list[int]:
         """Pids of the processes still followed, children first (the order to let go in)."""
         return [p.pid for p in reversed(self.table.live())]

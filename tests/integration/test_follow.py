@@ -115,6 +115,8 @@ def test_dataloader_workers_stop_tagged(torch_installed: None, tmp_path: Path) -
     for pid in stopped_in:
         assert tagged[pid]["role"] == "dataloader-worker" and tagged[pid]["ppid"] == main
     assert all(stop["process"].startswith("DataLoader worker") for stop in result.of("stopped"))
+    # the breakpoint resolved in every process, and said in which
+    assert any({main} | stopped_in <= set(b["pids"]) for b in result.of("breakpoint"))
     # and each worker's exit is its own event (gdb 13 loses some exits: found gone in /proc
     # after its parent reaped it, the status is unknown), the script's output complete
     exits = {event["pid"]: (event["code"], event["signal"]) for event in result.of("exited") if "pid" in event}
