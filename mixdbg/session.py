@@ -492,7 +492,10 @@ class Session:
             except (DebuggerError, SessionEnded) as err:
                 log.warning("detaching cleanly failed (%s); gdb's exit will detach", err)
         elif self.gdb.alive and self.state == "exited":
-            self.tree.detach_all()  # followed processes outliving the debuggee run on
+            try:  # followed processes outliving the debuggee run on
+                self.tree.detach_all()
+            except DebuggerError as err:
+                log.warning("letting the remaining processes go failed (%s); gdb's exit will detach", err)
         self.state = "detached" if self.state != "exited" else "exited"
 
     def _take_pending_sigint(self) -> None:

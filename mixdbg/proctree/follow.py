@@ -218,7 +218,9 @@ class ProcessTree:
             if not ended:
                 continue
             gone.append(process)
-            if process is not self.root:
+            if process is self.root:
+                self.table.ended(process)
+            else:
                 name = attach.signal_name(int(signal_number)) if signal_number else None
                 self._exited(process, code, name)
         return gone

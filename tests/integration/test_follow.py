@@ -219,6 +219,28 @@ def test_prompt_takes_the_stops_of_children_one_at_a_time(cext: CExtension, tmp_
             child.terminate(force=True)
 
 
+def test_kill_at_the_prompt_ends_every_followed_process(cext: CExtension, tmp_path: Path) -> None:
+    # Given a fork child stopped at a breakpoint, the other child and the parent waiting
+    script = write(tmp_path, "forks.py", FORKS.replace("os._exit(0)", "open(f'done-{os.getpid()}', 'w').close()\n"
+                                                                         "        os._exit(0)"))
+    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", "-b", "native_step", str(script)],
+                          env=cext.env(), cwd=str(tmp_path), encoding="utf-8", timeout=60, dimensions=(50, 200))
+    try:
+        child.expect(r"\[child, pid (\d+)\] stopped at breakpoint 1")
+        child.expect_exact("(mixdbg) ")
+        # When the user kills
+        child.sendline("kill")
+        # Then every process ends, none finishing its work, and mixdbg says the debuggee was killed
+        child.expect("the debuggee was killed by SIGKILL")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 128 + 9
+        assert not list(tmp_path.glob("done-*"))
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
 #: Reports its pid, waits for the file "gate", then forks a child that calls into C.
 ATTACHED = """\
 import os, sys, time, mixdbg_testext as ext
