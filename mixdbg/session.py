@@ -87,6 +87,7 @@ class Session:
         self._child: attach.Debuggee | None = None
         self._quitting = False
         self._releasing = False
+        self._kicking = False
 
     # --- setting up -------------------------------------------------------------------
 
@@ -215,6 +216,7 @@ class Session:
                     item = self.queue.get(timeout=RECONCILE_INTERVAL)
                 except queue.Empty:
                     self._reconcile()
+                    self._unstick()
                     continue
                 self._handle(item)
         except SessionEnded as end:
@@ -265,6 +267,16 @@ class Session:
             if process is not None and process is self.tree.root and "exit-code" in payload:
                 self._finish(int(payload["exit-code"], 8), None)
 
+    def _unstick(self) -> None:
+        """While the tree runs and nothing happens: a process gdb left in a ptrace stop
+        (a gdb 13.1 bug) gets going again through an interrupt and a continue of them all."""
+        stuck = self.tree.stuck() if self.state == "running" and not self._kicking else set()
+        if stuck:
+            log.warning("gdb left pid(s) %s stopped while it runs them; interrupting and resuming",
+                        sorted(stuck))
+            self._kicking = True
+            self.gdb.command("-exec-interrupt")
+
     def _reconcile(self) -> None:
         """Exits gdb did not report (it loses some with many processes): the root's ends the
         session."""
@@ -291,6 +303,9 @@ class Session:
             self._on_exit_stop(reason, payload, reporting)
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
+        elif self._kicking and reason in ("", "signal-received") and payload.get("signal-name") in (None, "SIGINT"):
+            self._kicking = False  # our own interrupt (see _unstick): not the user's
+            self.resume()
         elif self._is_quiet(payload) or self._is_repeated_crash(payload):
             self.resume()
         elif reason == "breakpoint-hit":

@@ -69,6 +69,7 @@ class ProcessTree:
         #: (pid, label) of the live, announced processes: replaced whole on each change, so
         #: other threads (the control socket's) can read it without a lock.
         self.summary: tuple[tuple[int, str], ...] = ()
+        self._trace_stopped: set[int] = set()
 
     # --- setting up -------------------------------------------------------------------
 
@@ -224,6 +225,14 @@ class ProcessTree:
                 name = attach.signal_name(int(signal_number)) if signal_number else None
                 self._exited(process, code, name)
         return gone
+
+    def stuck(self) -> set[int]:
+        """Followed processes with a thread in a ptrace stop, and that had one at the last
+        call too. While gdb says everything runs, that is gdb 13.1 having forgotten to resume
+        it (measured: a forkserver after its children exited, about 1 run in 10)."""
+        stopped = {p.pid for p in self.table.live() if procfs.trace_stopped(p.pid)}
+        stuck, self._trace_stopped = stopped & self._trace_stopped, stopped
+        return stuck
 
     # --- ending -----------------------------------------------------------------------
 

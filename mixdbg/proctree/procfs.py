@@ -73,6 +73,16 @@ def _stat_fields(pid: int, proc_root: Path) -> list[str] | None:
     return text[text.rfind(")") + 2:].split()
 
 
+def trace_stopped(pid: int, proc_root: Path = PROC) -> bool:
+    """Whether some thread of the process sits in a ptrace stop (state ``t``)."""
+    try:
+        tasks = list((proc_root / str(pid) / "task").iterdir())
+    except OSError:
+        return False
+    return any((fields := _stat_fields(int(task.name), proc_root / str(pid) / "task")) is not None
+               and fields[0] == "t" for task in tasks if task.name.isdigit())
+
+
 def is_python_executable(path: str) -> bool:
     """Whether a program is a CPython interpreter: named like one (``python3.11``), or an
     executable linked against libpython (an embedding launcher such as uwsgi is not: its
