@@ -54,6 +54,8 @@ FATE_GRACE = 1.0
 PENDING_SIGINT_ROUNDS = 3
 #: While nothing happens: how often to check /proc for exits gdb did not report.
 RECONCILE_INTERVAL = 2.0
+#: How many times (one per interval) to retry a resume gdb refused before giving up.
+MAX_STALLED_RESUMES = 5
 
 
 class SessionEnded(Exception):
@@ -88,6 +90,7 @@ class Session:
         self._quitting = False
         self._releasing = False
         self._kicking = False
+        self._stalled = 0  # failed resumes in a row
 
     # --- setting up -------------------------------------------------------------------
 
@@ -196,11 +199,14 @@ class Session:
     # --- running ----------------------------------------------------------------------
 
     def resume(self) -> None:
-        """Let the debuggee (and every followed process) run."""
+        """Let the debuggee (and every followed process) run. When gdb can resume none of
+        them (they are exiting: gdb refuses until it has seen the exits), the exits are
+        awaited, and the resume retried meanwhile (``_unstick``)."""
         if self.state == "stopped":
             if not self.tree.continue_all():
                 self._reconcile()
-                raise DebuggerError("gdb could resume none of the followed processes")
+                log.info("gdb could resume no followed process yet; retrying")
+                self._stalled = 1
             self.state = "running"
 
     def interrupt(self) -> None:
@@ -268,8 +274,14 @@ class Session:
                 self._finish(int(payload["exit-code"], 8), None)
 
     def _unstick(self) -> None:
-        """While the tree runs and nothing happens: a process gdb left in a ptrace stop
-        (a gdb 13.1 bug) gets going again through an interrupt and a continue of them all."""
+        """While the tree runs and nothing happens: retry a resume gdb refused, and get a
+        process gdb left in a ptrace stop (a gdb 13.1 bug) going again through an interrupt
+        and a continue of them all."""
+        if self._stalled:
+            self._stalled = 0 if self.tree.continue_all() else self._stalled + 1
+            if self._stalled > MAX_STALLED_RESUMES:
+                raise DebuggerError("gdb could resume none of the followed processes")
+            return
         stuck = self.tree.stuck() if self.state == "running" and not self._kicking else set()
         if stuck:
             log.warning("gdb left pid(s) %s stopped while it runs them; interrupting and resuming",
@@ -306,7 +318,7 @@ class Session:
         elif self._kicking and reason in ("", "signal-received") and payload.get("signal-name") in (None, "SIGINT"):
             self._kicking = False  # our own interrupt (see _unstick): not the user's
             self.resume()
-        elif self._is_quiet(payload) or self._is_repeated_crash(payload):
+        elif self.tree.passes_silently(payload, CRASH_SIGNALS):
             self.resume()
         elif reason == "breakpoint-hit":
             self._on_breakpoint_hit(payload)
@@ -331,30 +343,6 @@ class Session:
             self._finish(int(payload.get("exit-code", "0"), 8), None)
         else:
             self._finish(None, str(payload.get("signal-name", "")))
-
-    def _is_quiet(self, payload: dict[str, Any]) -> bool:
-        """Whether a stop is in a process that is not the user's (a non-Python program), or
-        is a child's non-fatal signal (a pool terminating its workers): passed on silently,
-        the child's ``exited`` event tells its end."""
-        process = self.tree.stopped_in(payload)
-        if process is None or process is self.tree.root:
-            return False
-        name = payload.get("signal-name")
-        return process.quiet or (payload.get("reason") == "signal-received"
-                                 and name not in CRASH_SIGNALS and name != "SIGINT")
-
-    def _is_repeated_crash(self, payload: dict[str, Any]) -> bool:
-        """Whether a fatal signal was already reported for its process: torch's DataLoader
-        worker handler prints and re-raises it, and a stop for that would be a duplicate."""
-        name = payload.get("signal-name")
-        if payload.get("reason") != "signal-received" or name not in CRASH_SIGNALS:
-            return False
-        process = self.tree.stopped_in(payload)
-        if process is None:
-            return False
-        repeated = bool(process.crash_signal == name)
-        process.crash_signal = str(name)
-        return repeated
 
     def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
         number = int(payload.get("bkptno", 0))

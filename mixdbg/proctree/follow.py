@@ -175,6 +175,23 @@ class ProcessTree:
             self._announce(process)
         return process
 
+    def passes_silently(self, payload: dict[str, Any], fatal: frozenset[str]) -> bool:
+        """Whether a stop is not for the user: any in a quiet process (a program that is not
+        Python), a fatal signal already reported for its process (torch's DataLoader worker
+        handler prints and re-raises it), a child's other signals (a pool terminating its
+        workers: its ``exited`` event tells). The caller resumes, passing the signal on."""
+        process = self.stopped_in(payload)
+        if process is None:
+            return False
+        reason, name = payload.get("reason"), payload.get("signal-name")
+        if process.quiet:
+            return True
+        if reason == "signal-received" and name in fatal:
+            repeated = bool(process.crash_signal == name)
+            process.crash_signal = str(name)
+            return repeated
+        return process is not self.root and reason == "signal-received" and name != "SIGINT"
+
     def announce_root(self) -> None:
         """Report the debuggee itself as the first ``process``."""
         if self.root is not None:
