@@ -234,11 +234,16 @@ print("children", [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in c
 """
 
 
+def at_a_terminal(cext: CExtension, script: Path) -> pexpect.spawn:
+    """``mixdbg run -b native_step SCRIPT`` at a terminal (a pty), in the script's directory."""
+    return pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", "-b", "native_step", str(script)],
+                         env=cext.env(), cwd=str(script.parent), encoding="utf-8", timeout=60,
+                         dimensions=(50, 200))
+
+
 def test_prompt_takes_the_stops_of_children_one_at_a_time(cext: CExtension, tmp_path: Path) -> None:
     # Given two fork children that each call into the extension, at a terminal
-    script = write(tmp_path, "forks.py", FORKS)
-    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", "-b", "native_step", str(script)],
-                          env=cext.env(), encoding="utf-8", timeout=60, dimensions=(50, 200))
+    child = at_a_terminal(cext, write(tmp_path, "forks.py", FORKS))
     try:
         # When each stop is continued at the prompt
         stopped_in = []
@@ -259,21 +264,18 @@ def test_prompt_takes_the_stops_of_children_one_at_a_time(cext: CExtension, tmp_
 
 def test_kill_at_the_prompt_ends_every_followed_process(cext: CExtension, tmp_path: Path) -> None:
     # Given a fork child stopped at a breakpoint, the other child and the parent waiting
-    script = write(tmp_path, "forks.py", FORKS.replace("os._exit(0)", "open(f'done-{os.getpid()}', 'w').close()\n"
-                                                                         "        os._exit(0)"))
-    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", "-b", "native_step", str(script)],
-                          env=cext.env(), cwd=str(tmp_path), encoding="utf-8", timeout=60, dimensions=(50, 200))
+    child = at_a_terminal(cext, write(tmp_path, "forks.py", FORKS.replace(
+        "os._exit(0)", "open(f'done-{os.getpid()}', 'w').close()\n        os._exit(0)")))
     try:
         child.expect(r"\[child, pid (\d+)\] stopped at breakpoint 1")
         child.expect_exact("(mixdbg) ")
         # When the user kills
         child.sendline("kill")
-        # Then every process ends, none finishing its work, and mixdbg says the debuggee was killed
+        # Then every process ends, none finishing its work, and mixdbg exits 128+SIGKILL
         child.expect("the debuggee was killed by SIGKILL")
         child.expect(pexpect.EOF)
         child.close()
-        assert child.exitstatus == 128 + 9
-        assert not list(tmp_path.glob("done-*"))
+        assert (child.exitstatus, list(tmp_path.glob("done-*"))) == (128 + 9, [])
     finally:
         if child.isalive():
             child.terminate(force=True)
