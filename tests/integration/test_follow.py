@@ -213,6 +213,15 @@ def test_vfork_from_a_threaded_parent_does_not_hang(tmp_path: Path) -> None:
     assert len([e for e in result.of("process") if e["role"] == "child"]) == 2
 
 
+def test_follow_all_reports_bash_too(cext: CExtension, tmp_path: Path) -> None:
+    script = write(tmp_path, "sub.py", SUBPROCESSES)
+    result = follow_run(["--follow", "all", "-b", "native_step", str(script)], env=cext.env())
+    assert result.returncode == 0, result.stderr[-3000:]
+    bash = [e for e in result.of("process") if e["argv"][:1] == ["bash"]]
+    assert len(bash) == 1 and {"event": "exited", "code": 0, "signal": None, "pid": bash[0]["pid"],
+                               "process": f"child, pid {bash[0]['pid']}"} in result.of("exited")
+
+
 def test_follow_none_keeps_to_the_debuggee(cext: CExtension, tmp_path: Path) -> None:
     script = write(tmp_path, "sub.py", SUBPROCESSES)
     result = follow_run(["--follow", "none", "-b", "native_step", str(script)], env=cext.env())
