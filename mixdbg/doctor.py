@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from mixdbg import debuginfo, ptrace
+from mixdbg import calls, debuginfo, ptrace
 from mixdbg.errors import DataError, NotFoundError, NotPermittedError, UnavailableError
 from mixdbg.gdbmi import find_gdb, gdb_environment
 
@@ -84,6 +84,21 @@ def check_gdb(gdb: str | None = None, timeout: float = 15.0) -> Check:
         return Check("gdb", FAIL, f"{first} at {path} is older than 9.1: it does not speak GDB/MI 3",
                      "install gdb 9.1 or newer", details, UnavailableError.exit_code)
     return Check("gdb", OK, f"{first} at {path}", None, details)
+
+
+def check_function_calls(gdb: Check) -> Check:
+    """Whether gdb can call functions in the debuggee (``p f()``) without harming it here."""
+    version = gdb.details.get("version")
+    major = _version_tuple(str(version))[:1] if version else ()
+    safety = calls.assess_here(major[0] if major else None)
+    details: dict[str, object] = {"allowed": safety.allowed, "reason": safety.reason}
+    if safety.allowed:
+        return Check("function calls", OK, f"gdb may call functions in the debuggee: {safety.reason}",
+                     None, details)
+    return Check("function calls", WARN,
+                 f"mixdbg forbids gdb to call functions in the debuggee ({safety.reason}); "
+                 "reading variables and tensors works", f"install gdb {calls.FIRST_SAFE_GDB} or newer",
+                 details)
 
 
 def check_debugpy() -> Check:
@@ -231,9 +246,10 @@ def check_library(path: Path, label: str | None = None, fix: str | None = None,
 
 def run_checks(libs: Sequence[Path] = (), proc_root: Path = Path("/proc"), fs_root: Path = Path("/"),
                include_torch: bool = True) -> list[Check]:
-    """All doctor checks in report order: gdb, debugpy, python, ptrace, then each library."""
-    checks = [check_gdb(), check_debugpy(), check_python(proc_root=proc_root),
-              check_ptrace(proc_root, fs_root)]
+    """All doctor checks in report order: gdb, debugpy, python, ptrace, function calls, libraries."""
+    gdb = check_gdb()
+    checks = [gdb, check_debugpy(), check_python(proc_root=proc_root), check_ptrace(proc_root, fs_root),
+              check_function_calls(gdb)]
     checks += [check_library(Path(lib)) for lib in libs]
     if include_torch:
         checks += [check_library(lib, f"torch/{lib.relative_to(root)}", TORCH_FIX)

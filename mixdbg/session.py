@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from mixdbg import attach, ptrace, stack, symbols
+from mixdbg import attach, calls, ptrace, stack, symbols
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
 from mixdbg.errors import DebuggerError, GdbExitedError, GdbTimeoutError, UsageError
@@ -80,6 +80,7 @@ class Session:
         self._child: attach.Debuggee | None = None
         self._quitting = False
         self._releasing = False
+        self.call_safety = calls.CallSafety(True, "not checked yet")
 
     # --- setting up -------------------------------------------------------------------
 
@@ -93,6 +94,21 @@ class Session:
         # Python ignores SIGPIPE itself; gdb's default would stop on every one.
         self.gdb.console("handle SIGPIPE nostop noprint pass")
         self.gdb.console(f"source {HELPER_SCRIPT}")
+        self._guard_function_calls()
+
+    def _guard_function_calls(self) -> None:
+        """Forbid gdb to call functions in the debuggee where that could harm it (see
+        ``calls``); the decision is kept in ``call_safety`` and told once as info."""
+        try:
+            major: int | None = int(self.gdb.command("-data-evaluate-expression $_gdb_major")["value"])
+        except (GdbCommandError, KeyError, ValueError) as err:
+            log.info("gdb's version: %s", err)
+            major = None
+        self.call_safety = calls.assess_here(major)
+        if not self.call_safety.allowed:
+            self.gdb.command("-gdb-set may-call-functions off")
+            self.emit(Notice("info", "expressions that call functions are refused: "
+                                     f"{self.call_safety.reason} (gdb {calls.FIRST_SAFE_GDB}+ can)"))
 
     def attach(self, pid: int, child: attach.Debuggee | None = None) -> None:
         """Attach gdb to ``pid``; on refusal raise the precise cause from the ptrace module.
@@ -306,6 +322,8 @@ class Session:
         try:
             result = self.gdb.command(f"-data-evaluate-expression {mi_quote(expression)}")
         except GdbCommandError as err:
+            if "may-call-functions" in err.gdb_message:
+                return calls.refusal(self.call_safety)
             return f"error: {err.gdb_message}"
         except GdbTimeoutError:
             return f"error: no value within {COMMAND_TIMEOUT:.0f} s (a function call still running?)"
