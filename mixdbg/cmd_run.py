@@ -153,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
     # stay disabled while debugpy starts under gdb (its code is not the user's, and a stop
     # there would stall the start) and are enabled before the gate opens.
     try:
-        with _session(args, output, specs, enabled=False) as session:
+        with _session(args, output, specs, enabled=False, python=args.python) as session:
             output.progress(f"starting {target.name} under debugpy on {args.host}:{args.port}")
             debuggee = attach.launch(target, attach.LaunchOptions(
                 python=args.python, host=args.host, port=args.port, wait_for_client=args.wait_for_client,
@@ -168,7 +168,8 @@ def _run(args: argparse.Namespace) -> int:
                 pid=debuggee.pid, host=debuggee.host, port=debuggee.port,
                 adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port),
                 python=debuggee.python, target=" ".join((target.name, *target.args)),
-                gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer)
+                gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer,
+                function_calls=session.call_safety.allowed)
             return _go(session, started, output, release=debuggee.release, waiting=args.wait_for_client)
     except SessionEnded as end:  # a signal's detach while the session started
         return end.code
@@ -222,12 +223,13 @@ def _attach(args: argparse.Namespace) -> int:
     pid, how = attach.resolve_debuggee(args.pid)
     output.progress(how)
     try:
-        with _session(args, output, specs, enabled=True) as session:
+        with _session(args, output, specs, enabled=True, python=os.path.realpath(f"/proc/{pid}/exe"),
+                      pid=pid) as session:
             session.attach(pid)
             started = SessionStarted(
                 pid=pid, host=None, port=None, adapter_pid=None,
                 python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(attach.command_line(pid)),
-                gdb_pid=session.gdb.pid, how=how, ptracer=None)
+                gdb_pid=session.gdb.pid, how=how, ptracer=None, function_calls=session.call_safety.allowed)
             return _go(session, started, output, release=None, waiting=False)
     except SessionEnded as end:  # a signal's detach while the session started
         return end.code
@@ -235,12 +237,14 @@ def _attach(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
-             enabled: bool) -> Iterator[Session]:
+             enabled: bool, python: str, pid: int | None = None) -> Iterator[Session]:
     """A session with gdb started and the ``-b`` breakpoints inserted, closed on every way
     out. A signal's detach while it starts (before the session loop) raises SessionEnded
     out of the block."""
     interactive = _interactive(args)
-    session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames)
+    session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames,
+                      python=python)
+    session.pid = pid  # known before the attach: operator specs find the torch it loaded
     with _on_signals(_session_signals(session, interactive)):
         try:
             session.start_gdb()

@@ -91,11 +91,16 @@ def _breakpoint_line(body: dict[str, Any], deleted: bool) -> str:
     head = f"breakpoint {body['id']} ({body['spec']})"
     if deleted:
         return f"{head}: deleted"
+    hint = f"\n  hint: {body['hint']}" if body.get("hint") else ""
+    if body.get("ops"):
+        kernels = "; ".join(f"{op} ({', '.join(keys)})" for op, keys in body["ops"].items())
+        state = "pending until torch loads" if body["pending"] else f"{len(body['locations'])} location(s)"
+        return f"{head}: {state}: kernels of {kernels}"
     if body["pending"]:
-        return f"{head}: pending until a library defines it"
+        return f"{head}: pending until a library defines it{hint}"
     places = [_place(loc) for loc in body["locations"]]
     shown = ", ".join(places[:3]) + (f", and {len(places) - 3} more" if len(places) > 3 else "")
-    return f"{head}: {len(places)} location(s): {shown}"
+    return f"{head}: {len(places)} location(s): {shown}{hint}"
 
 
 def _place(location: dict[str, Any]) -> str:
@@ -107,6 +112,8 @@ def _place(location: dict[str, Any]) -> str:
 
 def _stop_header(event: Stopped) -> str:
     thread = f" in thread {event.thread}" if event.thread is not None else ""
+    if event.reason == "breakpoint" and event.op:
+        return f"stopped at breakpoint {event.breakpoint}{thread}: operator {event.op}"
     if event.reason == "breakpoint":
         return f"stopped at breakpoint {event.breakpoint}{thread}:"
     if event.reason == "signal":

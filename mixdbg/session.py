@@ -26,7 +26,7 @@ from typing import Any, Callable, Union
 from mixdbg import attach, calls, ptrace, stack, symbols
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
-from mixdbg.errors import DebuggerError, GdbExitedError, GdbTimeoutError, UsageError
+from mixdbg.errors import DebuggerError, GdbExitedError, GdbTimeoutError, MixdbgError, UsageError
 from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import (
     COMMAND_TIMEOUT,
@@ -36,6 +36,7 @@ from mixdbg.gdbmi import (
     MiRecord,
     mi_quote,
 )
+from mixdbg.pytorch import catalogue, ops
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ Action = Callable[["Session"], None]
 QueueItem = Union[MiRecord, None, Action]
 
 HELPER_SCRIPT = Path(__file__).with_name("gdb_helper.py")
+TORCH_GDB_COMMANDS = Path(__file__).with_name("pytorch") / "gdb_commands.py"
 CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL"})
 #: Time allowed for gdb to report a stop after an interrupt, and to detach.
 STOP_TIMEOUT = 10.0
@@ -68,7 +70,7 @@ class Session:
     """
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
-                 gdb: str | None = None, max_frames: int = 128) -> None:
+                 gdb: str | None = None, max_frames: int = 128, python: str | None = None) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.max_frames = max_frames
@@ -81,6 +83,9 @@ class Session:
         self._quitting = False
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
+        self.python = python  # the debuggee's interpreter: where operator specs look for torch
+        self._catalogue: catalogue.Catalogue | None = None
+        self._owners: dict[int, int] = {}  # gdb number of an operator target -> its breakpoint
 
     # --- setting up -------------------------------------------------------------------
 
@@ -94,11 +99,12 @@ class Session:
         # Python ignores SIGPIPE itself; gdb's default would stop on every one.
         self.gdb.console("handle SIGPIPE nostop noprint pass")
         self.gdb.console(f"source {HELPER_SCRIPT}")
+        self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
         self._guard_function_calls()
 
     def _guard_function_calls(self) -> None:
         """Forbid gdb to call functions in the debuggee where that could harm it (see
-        ``calls``); the decision is kept in ``call_safety`` and told once as info."""
+        ``calls``); the decision is kept in ``call_safety`` (the ``session`` event tells it)."""
         try:
             major: int | None = int(self.gdb.command("-data-evaluate-expression $_gdb_major")["value"])
         except (GdbCommandError, KeyError, ValueError) as err:
@@ -107,8 +113,6 @@ class Session:
         self.call_safety = calls.assess_here(major)
         if not self.call_safety.allowed:
             self.gdb.command("-gdb-set may-call-functions off")
-            self.emit(Notice("info", "expressions that call functions are refused: "
-                                     f"{self.call_safety.reason} (gdb {calls.FIRST_SAFE_GDB}+ can)"))
 
     def attach(self, pid: int, child: attach.Debuggee | None = None) -> None:
         """Attach gdb to ``pid``; on refusal raise the precise cause from the ptrace module.
@@ -149,22 +153,77 @@ class Session:
         (``announce=False``, before the session is known) with ``announce_breakpoints``.
         ``enabled=False`` keeps it from stopping until ``enable_breakpoints``: a launched
         debuggee runs debugpy's start-up under gdb, and that code is not the user's."""
-        try:
-            result = self.gdb.command(spec.mi_insert(enabled), SLOW_COMMAND_TIMEOUT)
-        except GdbCommandError as err:
-            raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
-        bkpt = result["bkpt"]
-        breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
+        if spec.is_op:
+            breakpoint = self._add_op_breakpoint(spec, enabled)
+        else:
+            bkpt = self._insert(spec, enabled)
+            breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
+            breakpoint.hint = self._native_hint(spec)
         self.breakpoints[breakpoint.number] = breakpoint
         self._disable_plt(breakpoint)
         if announce:
             self.emit(BreakpointChanged(breakpoint.to_json()))
         return breakpoint
 
+    def _insert(self, spec: BreakSpec, enabled: bool, symbol: str | None = None) -> dict[str, Any]:
+        try:
+            result = self.gdb.command(spec.mi_insert(enabled, symbol), SLOW_COMMAND_TIMEOUT)
+        except GdbCommandError as err:
+            raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
+        bkpt: dict[str, Any] = result["bkpt"]
+        return bkpt
+
+    def op_catalogue(self) -> catalogue.Catalogue:
+        """The operators of the debuggee's torch (loaded once; see ``pytorch.catalogue``)."""
+        if self._catalogue is None:
+            root = catalogue.torch_root_of_process(self.pid) if self.pid else None
+            if root is None:
+                root = catalogue.torch_root_of_interpreter(self.python or attach.default_python())
+            self._catalogue = catalogue.load(root)
+        return self._catalogue
+
+    def _add_op_breakpoint(self, spec: BreakSpec, enabled: bool) -> Breakpoint:
+        """One gdb breakpoint per kernel functor of the operator, all behind one number."""
+        kernels = ops.resolve(self.op_catalogue(), spec.location)
+        names = [symbols.breakable_name(name) for name in self._demangle([k.symbol for k in kernels])]
+        inserted = [(self._insert(spec, enabled, name), kernel) for name, kernel in zip(names, kernels) if name]
+        breakpoint = Breakpoint(number=int(inserted[0][0]["number"]), spec=spec)
+        for bkpt, kernel in inserted:
+            number = int(bkpt["number"])
+            self._owners[number] = breakpoint.number
+            breakpoint.targets[number] = kernel.overload
+            breakpoint.set_locations(number, locations_from_mi(bkpt))
+            keys = breakpoint.kernels.setdefault(kernel.overload, [])
+            if kernel.dispatch_key not in keys:
+                keys.append(kernel.dispatch_key)
+        return breakpoint
+
+    def _demangle(self, names: list[str]) -> list[str]:
+        """C++ linkage names demangled by gdb (see ``pytorch/gdb_commands.py`` for why)."""
+        with tempfile.TemporaryDirectory(prefix="mixdbg-") as directory:
+            source, target = Path(directory, "in.json"), Path(directory, "out.json")
+            source.write_text(json.dumps(names))
+            self.gdb.console(f"mixdbg-demangle {source} {target}")
+            demangled: list[str] = json.loads(target.read_text())
+        return demangled
+
+    def _native_hint(self, spec: BreakSpec) -> str | None:
+        if not spec.location.startswith("at::native::"):
+            return None
+        try:
+            return ops.native_hint(self.op_catalogue(), spec.location)
+        except MixdbgError as err:  # no torch for this interpreter: no hint, the spec stands
+            log.info("no operator hint for %s: %s", spec.location, err.message)
+            return None
+
+    def _gdb_numbers(self, breakpoint: Breakpoint) -> list[int]:
+        return list(breakpoint.targets) or [breakpoint.number]
+
     def enable_breakpoints(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up)."""
-        if self.breakpoints:
-            self.gdb.command("-break-enable " + " ".join(map(str, self.breakpoints)))
+        numbers = [n for breakpoint in self.breakpoints.values() for n in self._gdb_numbers(breakpoint)]
+        if numbers:
+            self.gdb.command("-break-enable " + " ".join(map(str, numbers)))
 
     def announce_breakpoints(self) -> None:
         """Report every breakpoint's current state (used once the session is known)."""
@@ -176,7 +235,7 @@ class Session:
         breakpoint = self.breakpoints.pop(number, None)
         if breakpoint is None:
             raise UsageError(f"no breakpoint {number}")
-        self.gdb.command(f"-break-delete {number}")
+        self.gdb.command("-break-delete " + " ".join(map(str, self._gdb_numbers(breakpoint))))
         self.emit(BreakpointChanged(breakpoint.to_json(), deleted=True))
 
     def _disable_plt(self, breakpoint: Breakpoint) -> None:
@@ -251,11 +310,12 @@ class Session:
             self._finish(int(payload["exit-code"], 8), None)
 
     def _on_breakpoint_modified(self, bkpt: dict[str, Any]) -> None:
-        breakpoint = self.breakpoints.get(int(bkpt["number"]))
+        number = int(bkpt["number"])
+        breakpoint = self.breakpoints.get(self._owners.get(number, number))
         if breakpoint is None:
             return
         before = (breakpoint.to_json(), breakpoint.invalid_condition)
-        breakpoint.locations = locations_from_mi(bkpt)
+        breakpoint.set_locations(number, locations_from_mi(bkpt))
         self._disable_plt(breakpoint)
         if (breakpoint.to_json(), breakpoint.invalid_condition) != before:
             self.emit(BreakpointChanged(breakpoint.to_json()))
@@ -284,21 +344,22 @@ class Session:
             self._report("interrupt" if reason in ("", "signal-received") else "other", None, None, payload)
 
     def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
-        number = int(payload.get("bkptno", 0))
+        hit = int(payload.get("bkptno", 0))
+        number = self._owners.get(hit, hit)
         breakpoint = self.breakpoints.get(number)
         function = (payload.get("frame") or {}).get("func")
         if breakpoint is None or breakpoint.is_plt_hit(payload.get("locno"), function):
             self.resume()  # a PLT stub or a breakpoint that is not ours: never a user stop
             return
         breakpoint.hits += 1
-        self._report("breakpoint", number, None, payload)
+        self._report("breakpoint", number, None, payload, op=breakpoint.targets.get(hit))
 
     def _report(self, reason: str, breakpoint: int | None, signal_name: str | None,
-                payload: dict[str, Any]) -> None:
+                payload: dict[str, Any], op: str | None = None) -> None:
         thread = payload.get("thread-id")
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=int(thread) if thread and str(thread).isdigit() else None,
-                          stack=self.mixed_stack())
+                          stack=self.mixed_stack(), op=op)
         self.emit(stopped)
         if self.auto_continue:
             self.resume()

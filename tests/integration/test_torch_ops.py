@@ -1,0 +1,86 @@
+"""Operator breakpoints (op:aten::NAME) on the real torch 2.13 wheel, through the real CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import run_mixdbg
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "testdebug.py"
+ADD = """\
+import torch
+x = torch.arange(6.).reshape(2, 3)
+y = torch.ones(2, 3)
+torch.add(x, y)
+x + 2
+torch.add(x, 2)
+x.add(y, alpha=2)
+print("added", flush=True)
+"""
+MATMUL = """\
+import torch
+a = torch.ones(2, 3)
+b = torch.ones(3, 4)
+c = a @ b
+d = c.t() @ a
+print("multiplied", flush=True)
+"""
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.torch]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    return env
+
+
+def test_op_add_stops_once_per_call_naming_the_overload(torch_installed: None, tmp_path: Path) -> None:
+    # Given a script with four additions of CPU tensors
+    script = tmp_path / "add.py"
+    script.write_text(ADD)
+    # When it runs with an operator breakpoint on every overload of aten::add
+    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "op:aten::add", str(script)],
+                        env=_env(tmp_path), timeout=170)
+    # Then it stops exactly four times, each naming the overload that ran, in a CPU kernel
+    assert result.returncode == 0, result.stderr[-2000:]
+    stops = result.of("stopped")
+    assert [stop["op"] for stop in stops] == ["aten::add.Tensor"] * 4
+    assert all("wrapper_CPU_add_Tensor" in stop["frames"][0]["function"] for stop in stops)
+    # and the breakpoint event says what the operator resolved to
+    resolved = [b for b in result.of("breakpoint") if not b["pending"]][-1]
+    assert set(resolved["ops"]) >= {"aten::add.Tensor", "aten::add.out", "aten::add.Scalar"}
+    assert "CPU" in resolved["ops"]["aten::add.Tensor"]
+    assert "added" in result.stderr
+
+
+def test_at_native_add_gets_the_operator_hint(torch_installed: None, tmp_path: Path) -> None:
+    script = tmp_path / "add.py"
+    script.write_text(ADD)
+    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "at::native::add", str(script)],
+                        env=_env(tmp_path), timeout=170)
+    assert result.returncode == 0, result.stderr[-2000:]
+    hints = {b.get("hint") for b in result.of("breakpoint")}
+    assert any(hint and "op:aten::add stops in every call" in hint for hint in hints)
+
+
+def test_randn_once_and_mm_once_per_matmul(torch_installed: None, tmp_path: Path) -> None:
+    script = tmp_path / "matmul.py"
+    script.write_text(MATMUL)
+    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "op:aten::mm", str(script)],
+                        env=_env(tmp_path), timeout=170)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [stop["op"] for stop in result.of("stopped")] == ["aten::mm", "aten::mm"]
+    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "op:aten::randn", str(EXAMPLE)],
+                        env=_env(tmp_path), timeout=170)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [stop["op"] for stop in result.of("stopped")] == ["aten::randn"]
+
+
+def test_an_unknown_operator_is_one_line_and_exit_64(torch_installed: None, tmp_path: Path) -> None:
+    result = run_mixdbg(["run", "--port", "0", "-b", "op:aten::addd", str(EXAMPLE)], env=_env(tmp_path))
+    assert result.returncode == 64
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "did you mean: op:aten::add" in lines[0], result.stderr
