@@ -36,7 +36,7 @@ from mixdbg.gdbmi import (
     MiRecord,
     mi_quote,
 )
-from mixdbg.pytorch import catalogue, ops
+from mixdbg.pytorch import catalogue, ops, views
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,8 @@ class Session:
         self.python = python  # the debuggee's interpreter: where operator specs look for torch
         self._catalogue: catalogue.Catalogue | None = None
         self._owners: dict[int, int] = {}  # gdb number of an operator target -> its breakpoint
+        self.torch_views = views.TorchViews(self.gdb)
+        self.last_stop: Stopped | None = None
 
     # --- setting up -------------------------------------------------------------------
 
@@ -357,9 +359,11 @@ class Session:
     def _report(self, reason: str, breakpoint: int | None, signal_name: str | None,
                 payload: dict[str, Any], op: str | None = None) -> None:
         thread = payload.get("thread-id")
+        stack_now = self.mixed_stack()
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=int(thread) if thread and str(thread).isdigit() else None,
-                          stack=self.mixed_stack(), op=op)
+                          stack=stack_now, op=op, arguments=self.native_arguments(stack_now, op))
+        self.last_stop = stopped
         self.emit(stopped)
         if self.auto_continue:
             self.resume()
@@ -375,6 +379,24 @@ class Session:
         finally:
             os.unlink(name)
         return stack.from_helper(data)
+
+    def native_arguments(self, stack_now: stack.MixedStack, op: str | None = None) -> list[dict[str, Any]] | None:
+        """The innermost frame's tensor, list and scalar arguments, read from registers and
+        memory at its entry (None when its signature has none; see ``pytorch.views``)."""
+        frames = stack_now.frames
+        if self.pid is None or not frames or frames[0].kind != "native":
+            return None
+        names = None
+        if op is not None and self._catalogue is not None and op in self._catalogue.schemas:
+            names = [argument.name for argument in self._catalogue.schemas[op].arguments]
+        return self.torch_views.arguments(self.pid, views.interpreter(self.pid, self.python),
+                                          frames[0].function, names)
+
+    def tensor_at(self, address: int) -> dict[str, Any]:
+        """The tensor at ``address`` (a TensorImpl or at::Tensor), read from memory only."""
+        if self.state != "stopped" or self.pid is None:
+            raise UsageError("the debuggee is running; tensors are read while it is stopped")
+        return self.torch_views.tensor(self.pid, views.interpreter(self.pid, self.python), address)
 
     def evaluate(self, expression: str) -> str:
         """Evaluate a C/C++ expression in the selected frame (the debuggee must be stopped)."""

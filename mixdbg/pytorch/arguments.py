@@ -20,7 +20,7 @@ import struct
 from typing import Any, Callable, Optional
 
 from mixdbg.memory import MemoryReadError, ReadMemory, read_i64, read_u64
-from mixdbg.pytorch.tensors import Layout, TensorUnreadable, read_at_tensor
+from mixdbg.pytorch.tensors import DEVICE_NAMES, Layout, TensorUnreadable, read_at_tensor
 
 INTEGER_REGISTERS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 MAX_LIST = 64
@@ -124,8 +124,17 @@ def _scalar(address: int, read: ReadMemory) -> Decoded:
 
 
 def _small_optional(word: int, decode: Callable[[int], Any], size: int = 1) -> Decoded:
+    """A ``std::optional`` of a ``size``-byte value in a register: value bytes, then the
+    engaged flag; the register's upper bytes are garbage."""
     raw = word.to_bytes(8, "little")
-    return {"value": decode(int.from_bytes(raw[:size], "little", signed=True)) if raw[size] else None}
+    return {"value": decode(int.from_bytes(raw[:size], "little")) if raw[size] else None}
+
+
+def _device(packed: int) -> str:
+    """``c10::Device``: the type byte, then the index byte (-1: none)."""
+    kind, index = packed & 0xFF, struct.unpack("<b", bytes([packed >> 8]))[0]
+    name = DEVICE_NAMES.get(kind, f"device type {kind}")
+    return name if index < 0 else f"{name}:{index}"
 
 
 def _dtype(number: int, layout: Layout) -> Any:
@@ -161,7 +170,7 @@ def passing(cpp_type: str) -> Passing | None:
     if t == "std::optional<c10::Layout>":
         return 1, 0, lambda w, r, lay: _small_optional(w[0], lambda n: _LAYOUTS.get(n, n))
     if t == "std::optional<c10::Device>":
-        return 1, 0, lambda w, r, lay: _small_optional(w[0], lambda n: {0: "cpu", 1: "cuda", 14: "meta"}.get(n, n), 2)
+        return 1, 0, lambda w, r, lay: _small_optional(w[0], _device, 2)
     if t.endswith(("&", "*")) or _BY_REFERENCE.match(t) or t.startswith("std::optional<c10::") and t.endswith(
             ("ScalarType>", "Layout>", "MemoryFormat>", "Device>", "bool>")) or t in _SMALL:
         return 1, 0, None  # one register; shown by type only

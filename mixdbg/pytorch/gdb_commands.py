@@ -1,5 +1,11 @@
 """Runs inside gdb's embedded Python (``source``d by mixdbg): PyTorch helper commands.
 
+``mixdbg-torch-args REQUEST OUTFILE``: the arguments of the innermost frame, decoded from
+registers and memory at its entry (``arguments.py``), written as JSON. REQUEST is a JSON
+file: ``{"layout": ..., "names": [...] or null, "returns": "at::Tensor" or null}``.
+``mixdbg-tensor ADDRESS REQUEST OUTFILE``: the tensor at ADDRESS (a ``TensorImpl`` or an
+``at::Tensor``). Neither calls a function in the debuggee: they read memory and registers.
+
 ``mixdbg-demangle INFILE OUTFILE``: demangle the linkage names in INFILE (a JSON list)
 with gdb's own demangler and write the JSON list of results to OUTFILE. Operator
 breakpoints need the demangled names: gdb resolves a pending breakpoint on a demangled
@@ -13,8 +19,22 @@ Standard library and ``gdb`` only; Python 3.9-compatible (gdb's Python is not mi
 from __future__ import annotations
 
 import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
 
 import gdb  # type: ignore[import-untyped]
+
+# mixdbg's own stdlib-only readers; appended, so that gdb's own modules are found first.
+sys.path.append(str(Path(__file__).resolve().parents[2]))
+from mixdbg.memory import MemoryReadError
+from mixdbg.pytorch import arguments, tensors
+
+_OFFSET = re.compile(r" \+ (\d+) in section ")
+#: Prologues gdb steps over on a function without line info (amd64_analyze_prologue):
+#: ``push %rbp; mov %rsp,%rbp`` and ``endbr64``; the argument registers are untouched.
+_PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")
 
 
 class MixdbgDemangle(gdb.Command):  # type: ignore[misc]
@@ -33,3 +53,90 @@ class MixdbgDemangle(gdb.Command):  # type: ignore[misc]
 
 
 MixdbgDemangle()
+
+
+def _read(address: int, size: int) -> bytes:
+    try:
+        return bytes(gdb.selected_inferior().read_memory(address, size))
+    except (gdb.MemoryError, gdb.error, OverflowError, ValueError) as err:
+        raise MemoryReadError(f"cannot read {size} bytes at {address:#x}: {err}") from err
+
+
+def _at_entry(frame: Any) -> bool:
+    """Whether ``frame`` is at its function's first instruction, or just after a prologue
+    that leaves the argument registers alone (where gdb puts a breakpoint on a function
+    that has no line info)."""
+    pc = frame.pc()
+    where = gdb.execute(f"info symbol {pc:#x}", to_string=True)
+    match = _OFFSET.search(where)
+    offset = int(match.group(1)) if match else 0
+    return offset == 0 or (offset in (4, 8) and _read(pc - offset, offset) in _PROLOGUES)
+
+
+def frame_arguments(request: dict[str, Any]) -> dict[str, Any]:
+    """The innermost frame's arguments as ``{"arguments": [...]}`` or ``{"error": why}``."""
+    frame = gdb.newest_frame()
+    parsed = arguments.signature(frame.name() or "")
+    if parsed is None:
+        return {"error": "no signature for this function"}
+    if not _at_entry(frame):
+        return {"error": "not at the function's entry: the argument registers may have changed"}
+    name, params = parsed
+    returns = arguments.functor_return(name)
+    hidden = 2 if returns is not None and name.endswith("::call") else 0
+    returns = returns if hidden else request.get("returns")
+    if returns is None:
+        return {"error": "the return type is unknown (is there a hidden result pointer?)"}
+    registers = {r: int(frame.read_register(r)) & ((1 << 64) - 1) for r in arguments.INTEGER_REGISTERS}
+    older = frame.older()
+    cfa = int(older.read_register("rsp")) if older is not None else 0
+    return {"arguments": arguments.decode(params, request.get("names"), arguments.has_result_pointer(returns),
+                                          registers, cfa, _read, request["layout"], hidden)}
+
+
+def tensor_at(address: int, layout: dict[str, Any]) -> dict[str, Any]:
+    """The tensor at ``address``: a TensorImpl, else an at::Tensor pointing at one."""
+    try:
+        return {"tensor": tensors.read_tensor(_read, address, layout)}
+    except tensors.TensorUnreadable as first:
+        try:
+            return {"tensor": tensors.read_at_tensor(_read, address, layout)}
+        except tensors.TensorUnreadable:
+            return {"error": f"not decoded: {first}"}
+
+
+class MixdbgTorchArgs(gdb.Command):  # type: ignore[misc]
+    """mixdbg-torch-args REQUEST OUTFILE: the innermost frame's arguments, as JSON."""
+
+    def __init__(self) -> None:
+        super().__init__("mixdbg-torch-args", gdb.COMMAND_DATA)
+
+    def invoke(self, argument: str, from_tty: bool) -> None:
+        source, _, target = argument.strip().partition(" ")
+        with open(source, encoding="utf-8") as stream:
+            request = json.load(stream)
+        try:
+            result = frame_arguments(request)
+        except (gdb.error, MemoryReadError) as err:
+            result = {"error": f"not decoded: {err}"}
+        with open(target, "w", encoding="utf-8") as out:
+            json.dump(result, out)
+
+
+class MixdbgTensor(gdb.Command):  # type: ignore[misc]
+    """mixdbg-tensor ADDRESS REQUEST OUTFILE: the tensor at ADDRESS, as JSON."""
+
+    def __init__(self) -> None:
+        super().__init__("mixdbg-tensor", gdb.COMMAND_DATA)
+
+    def invoke(self, argument: str, from_tty: bool) -> None:
+        address, source, target = argument.split(" ", 2)
+        with open(source, encoding="utf-8") as stream:
+            request = json.load(stream)
+        result = tensor_at(int(address, 0), request["layout"])
+        with open(target, "w", encoding="utf-8") as out:
+            json.dump(result, out)
+
+
+MixdbgTorchArgs()
+MixdbgTensor()

@@ -1,0 +1,84 @@
+"""Tensors at native stops, read from memory only, on the real torch 2.13 wheel (no DWARF)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MixdbgRun, run_mixdbg
+
+from mixdbg import calls
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "testdebug.py"
+#: One torch.add per case of acceptance item 3, in this order.
+CASES = """\
+import torch
+x = torch.arange(6.).reshape(2, 3)
+y = torch.ones(2, 3)
+torch.add(x, y)
+torch.add(x.t(), y.t(), alpha=2)
+torch.add(x[1:], 2)
+torch.add(torch.arange(3), torch.tensor([True, False, True]))
+torch.add(torch.tensor([1.5, -2.0], dtype=torch.bfloat16), torch.ones(2, dtype=torch.bfloat16))
+torch.add(torch.arange(10000.), 1)
+print("done", flush=True)
+"""
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.torch]
+
+
+def run_cases(tmp_path: Path, python: str | None = None) -> MixdbgRun:
+    """Run CASES with a breakpoint on aten::add.Tensor, function calls forced off."""
+    script = tmp_path / "cases.py"
+    script.write_text(CASES)
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    env[calls.OVERRIDE_VARIABLE] = "off"
+    extra = ["--python", python] if python else []
+    return run_mixdbg(["run", "--json", "--port", "0", *extra, "-b", "op:aten::add.Tensor", str(script)],
+                      env=env, timeout=230)
+
+
+def tensors_of(stop: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {arg["name"]: arg["tensor"] for arg in stop["arguments"] if "tensor" in arg}
+
+
+def check_cases(result: MixdbgRun) -> None:
+    """Acceptance item 3, on the events of ``run_cases``."""
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.of("session")[0]["function_calls"] is False
+    stops = result.of("stopped")
+    assert len(stops) == 6
+    plain, transposed, sliced, ints, bf16, big = (tensors_of(stop) for stop in stops)
+    assert plain["self"] == {"dtype": "float32", "shape": [2, 3], "strides": [3, 1], "storage_offset": 0,
+                             "device": "cpu", "values": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], "truncated": False}
+    assert [arg["name"] for arg in stops[0]["arguments"]] == ["self", "other", "alpha"]
+    assert stops[0]["arguments"][0]["type"] == "at::Tensor const&"
+    assert stops[1]["arguments"][2]["value"] == 2
+    assert transposed["self"]["strides"] == [1, 3]
+    assert transposed["self"]["values"] == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    assert sliced["self"]["storage_offset"] == 3 and sliced["self"]["values"] == [3.0, 4.0, 5.0]
+    assert ints["self"]["dtype"] == "int64" and ints["self"]["values"] == [0, 1, 2]
+    assert ints["other"]["dtype"] == "bool" and ints["other"]["values"] == [True, False, True]
+    assert bf16["self"]["dtype"] == "bfloat16" and bf16["self"]["values"] == [1.5, -2.0]
+    assert len(big["self"]["values"]) == 16 and big["self"]["truncated"] is True
+    assert big["self"]["values"][:3] == [0.0, 1.0, 2.0]
+    assert "done" in result.stderr
+
+
+def test_tensor_arguments_at_add(torch_installed: None, tmp_path: Path) -> None:
+    check_cases(run_cases(tmp_path))
+
+
+def test_randn_shows_its_size(torch_installed: None, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "op:aten::randn", str(EXAMPLE)], env=env, timeout=230)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (stop,) = result.of("stopped")
+    arguments = {arg["name"]: arg for arg in stop["arguments"]}
+    assert arguments["size"]["value"] == [2, 3]
+    assert arguments["dtype"]["value"] is None
+    assert arguments["device"]["value"] == "cpu"
