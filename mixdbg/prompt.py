@@ -15,14 +15,19 @@ from typing import Callable
 from mixdbg.breakpoints import parse_spec
 from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
 from mixdbg.output import Output
+from mixdbg.pytorch.tensors import describe
+from mixdbg.pytorch.views import argument_lines
 from mixdbg.session import Session
 from mixdbg.stack import format_stack
 
 HELP = """\
   c, continue        let the debuggee run
   bt, backtrace      the full mixed stack of the stopped thread
-  p, print EXPR      evaluate a C/C++ expression in the stopped frame
-  b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, ... if COND)
+  p, print EXPR      evaluate a C/C++ expression in the stopped frame (never calls functions
+                     where gdb cannot do so safely: see 'mixdbg doctor')
+  args               the innermost frame's tensor/list/scalar arguments (memory only)
+  tensor ADDRESS     the tensor at an at::Tensor or c10::TensorImpl address (memory only)
+  b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, op:aten::NAME, ... if COND)
   delete N           delete breakpoint N
   detach, q, quit    end mixdbg; the debuggee runs on
   kill               end the debuggee
@@ -85,6 +90,10 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
         if not rest:
             raise UsageError("print what? (p EXPR)")
         print(session.evaluate(rest), flush=True)
+    elif verb == "args":
+        _args(session)
+    elif verb == "tensor":
+        _tensor(session, rest)
     else:
         raise UsageError(f"unknown command {shlex.quote(verb)} (type 'help')")
 
@@ -97,6 +106,26 @@ def _break(session: Session, text: str) -> None:
         close = session.suggestions(spec.location)
         if close:
             print(f"did you mean: {', '.join(close)}?", flush=True)
+
+
+def _args(session: Session) -> None:
+    """Print the innermost frame's arguments, decoded from registers and memory."""
+    op = session.last_stop.op if session.last_stop is not None else None
+    decoded = session.native_arguments(session.mixed_stack(), op)
+    if decoded is None:
+        print("no tensor, list or scalar parameters in this frame's signature", flush=True)
+        return
+    print("\n".join(argument_lines(decoded)), flush=True)
+
+
+def _tensor(session: Session, text: str) -> None:
+    """Print the tensor at an address (``tensor 0x...``)."""
+    try:
+        address = int(text, 0)
+    except ValueError:
+        raise UsageError(f"expected an address (tensor 0x7f...), got {text!r}") from None
+    found = session.tensor_at(address)
+    print(describe(found["tensor"]) if "tensor" in found else found["error"], flush=True)
 
 
 def _number(text: str) -> int:

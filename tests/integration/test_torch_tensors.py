@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 from conftest import MixdbgRun, run_mixdbg
 
@@ -82,3 +85,51 @@ def test_randn_shows_its_size(torch_installed: None, tmp_path: Path) -> None:
     assert arguments["size"]["value"] == [2, 3]
     assert arguments["dtype"]["value"] is None
     assert arguments["device"]["value"] == "cpu"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_same_in_a_fresh_venv_with_the_torch_wheel(torch_installed: None, tmp_path: Path) -> None:
+    # Given a fresh venv with torch 2.13.0 from its wheel (no DWARF) and debugpy
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "torch==2.13.0", "debugpy>=1.8.22"], check=True,
+                   timeout=400, capture_output=True)
+    # When the cases run there, with function calls forced off
+    # Then every check of item 3 holds: the layout probe ran in the venv's interpreter
+    check_cases(run_cases(tmp_path, python=python))
+
+
+def test_prompt_args_and_tensor_address(torch_installed: None, tmp_path: Path) -> None:
+    # Given the first stop of the cases at the prompt
+    script = tmp_path / "cases.py"
+    script.write_text(CASES)
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", "-b", "op:aten::add.Tensor",
+                                           str(script)], env=env, encoding="utf-8", timeout=60)
+    try:
+        child.expect("operator aten::add.Tensor")
+        child.expect_exact("(mixdbg) ")
+        # When the user asks for the arguments
+        child.sendline("args")
+        # Then each is one line, read from memory
+        child.expect(r"self: at::Tensor const& = float32\[2, 3\] cpu strides \[3, 1\] = "
+                     r"\[\[0\., 1\., 2\.\], \[3\., 4\., 5\.\]\]")
+        child.expect(r"alpha: c10::Scalar const& = 1\r\n")
+        # and 'tensor' decodes the at::Tensor whose address is in rcx (after the result
+        # pointer, the functor and the dispatch key set), and refuses a bad address in one line
+        child.sendline("p (void *)$rcx")
+        child.expect(r"(0x[0-9a-f]+)\r\n")
+        child.sendline(f"tensor {child.match.group(1)}")
+        child.expect(r"float32\[2, 3\] cpu strides \[3, 1\] = \[\[0\., 1\., 2\.\], \[3\., 4\., 5\.\]\]")
+        child.sendline("tensor 0x10")
+        child.expect(r"not decoded: memory unreadable[^\r\n]*\r\n")
+        child.sendline("delete 1")
+        child.sendline("c")
+        child.expect("the debuggee exited with code 0")
+        child.expect(pexpect.EOF)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
