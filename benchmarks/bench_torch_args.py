@@ -53,10 +53,10 @@ while gdb.selected_inferior().pid:
     start = time.perf_counter()
     gdb.execute(f"mixdbg-stack 128 {OUT}")
     middle = time.perf_counter()
-    gdb.execute(f"mixdbg-torch-args {REQUEST} {OUT}")
+    gdb.execute(f"mixdbg-torch-args {REQUEST}")
     stack.append(middle - start)
     decode.append(time.perf_counter() - middle)
-    answers.append(json.load(open(OUT)))
+    answers.append(json.load(open(ANSWER)))
     gdb.execute("continue")
 json.dump({"stack": stack, "decode": decode, "answers": answers}, open(RESULT, "w"))
 '''
@@ -71,7 +71,7 @@ def main() -> int:
                   if k.dispatch_key == "CPU" and not k.boxed)
     found = layout.layout_for(root / "lib" / "libc10.so", sys.executable)
     with tempfile.TemporaryDirectory() as directory:
-        paths = {name: Path(directory, f"{name}.json") for name in ("settings", "request", "out", "result")}
+        paths = {name: Path(directory, f"{name}.json") for name in ("settings", "request", "answer", "out", "result")}
         paths["settings"].write_text(json.dumps({"symbol": kernel.symbol, "layout": found}))
         script, driver = Path(directory, "adds.py"), Path(directory, "driver.py")
         script.write_text(SCRIPT)

@@ -202,11 +202,7 @@ class Session:
 
     def _demangle(self, names: list[str]) -> list[str]:
         """C++ linkage names demangled by gdb (see ``pytorch/gdb_commands.py`` for why)."""
-        with tempfile.TemporaryDirectory(prefix="mixdbg-") as directory:
-            source, target = Path(directory, "in.json"), Path(directory, "out.json")
-            source.write_text(json.dumps(names))
-            self.gdb.console(f"mixdbg-demangle {source} {target}")
-            demangled: list[str] = json.loads(target.read_text())
+        demangled: list[str] = views.ask_gdb(self.gdb, "mixdbg-demangle", names)
         return demangled
 
     def _native_hint(self, spec: BreakSpec) -> str | None:

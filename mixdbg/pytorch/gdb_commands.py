@@ -1,13 +1,15 @@
 """Runs inside gdb's embedded Python (``source``d by mixdbg): PyTorch helper commands.
 
-``mixdbg-torch-args REQUEST OUTFILE``: the arguments of the innermost frame, decoded from
-registers and memory at its entry (``arguments.py``), written as JSON. REQUEST is a JSON
-file: ``{"layout": ..., "names": [...] or null, "returns": "at::Tensor" or null}``.
-``mixdbg-tensor ADDRESS REQUEST OUTFILE``: the tensor at ADDRESS (a ``TensorImpl`` or an
+``mixdbg-torch-args REQUEST``: the arguments of the innermost frame, decoded from
+registers and memory at its entry (``arguments.py``). REQUEST:
+``{"layout": ..., "names": [...] or null, "returns": "at::Tensor" or null}``.
+``mixdbg-tensor ADDRESS REQUEST``: the tensor at ADDRESS (a ``TensorImpl`` or an
 ``at::Tensor``). Neither calls a function in the debuggee: they read memory and registers.
 
-``mixdbg-demangle INFILE OUTFILE``: demangle the linkage names in INFILE (a JSON list)
-with gdb's own demangler and write the JSON list of results to OUTFILE. Operator
+Each command reads a JSON request file and writes ``answer.json`` beside it (JsonCommand).
+
+``mixdbg-demangle REQUEST``: demangle the linkage names in REQUEST (a JSON list) with
+gdb's own demangler. Operator
 breakpoints need the demangled names: gdb resolves a pending breakpoint on a demangled
 qualified name through its symbol hash (measured: 6 such breakpoints cost nothing over
 ``import torch``'s 5 s), but on a mangled name by a scan of every minimal symbol (about
@@ -35,24 +37,6 @@ _OFFSET = re.compile(r" \+ (\d+) in section ")
 #: Prologues gdb steps over on a function without line info (amd64_analyze_prologue):
 #: ``push %rbp; mov %rsp,%rbp`` and ``endbr64``; the argument registers are untouched.
 _PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")
-
-
-class MixdbgDemangle(gdb.Command):  # type: ignore[misc]
-    """mixdbg-demangle INFILE OUTFILE: demangle a JSON list of C++ linkage names."""
-
-    def __init__(self) -> None:
-        super().__init__("mixdbg-demangle", gdb.COMMAND_DATA)
-
-    def invoke(self, argument: str, from_tty: bool) -> None:
-        source, _, target = argument.strip().partition(" ")
-        with open(source, encoding="utf-8") as stream:
-            names = json.load(stream)
-        result = [gdb.execute(f"demangle -l c++ -- {name}", to_string=True).strip() for name in names]
-        with open(target, "w", encoding="utf-8") as out:
-            json.dump(result, out)
-
-
-MixdbgDemangle()
 
 
 def _read(address: int, size: int) -> bytes:
@@ -105,38 +89,55 @@ def tensor_at(address: int, layout: dict[str, Any]) -> dict[str, Any]:
             return {"error": f"not decoded: {first}"}
 
 
-class MixdbgTorchArgs(gdb.Command):  # type: ignore[misc]
-    """mixdbg-torch-args REQUEST OUTFILE: the innermost frame's arguments, as JSON."""
+class JsonCommand(gdb.Command):  # type: ignore[misc]
+    """A command ``NAME [WORD] REQUEST``: reads the JSON file REQUEST (the rest of the line,
+    spaces allowed) and writes its answer as JSON to ``answer.json`` beside it. Files, not
+    gdb's console, carry the data: MI would mix it into its stream records."""
 
-    def __init__(self) -> None:
-        super().__init__("mixdbg-torch-args", gdb.COMMAND_DATA)
+    words = 0
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, gdb.COMMAND_DATA)
 
     def invoke(self, argument: str, from_tty: bool) -> None:
-        source, _, target = argument.strip().partition(" ")
-        with open(source, encoding="utf-8") as stream:
+        *words, path = argument.strip().split(" ", self.words)
+        with open(path, encoding="utf-8") as stream:
             request = json.load(stream)
         try:
-            result = frame_arguments(request)
+            answer = self.answer(words, request)
         except (gdb.error, MemoryReadError) as err:
-            result = {"error": f"not decoded: {err}"}
-        with open(target, "w", encoding="utf-8") as out:
-            json.dump(result, out)
+            answer = {"error": f"not decoded: {err}"}
+        with open(Path(path).with_name("answer.json"), "w", encoding="utf-8") as out:
+            json.dump(answer, out)
+
+    def answer(self, words: list[str], request: Any) -> Any:
+        """The answer to one request."""
+        raise NotImplementedError
 
 
-class MixdbgTensor(gdb.Command):  # type: ignore[misc]
-    """mixdbg-tensor ADDRESS REQUEST OUTFILE: the tensor at ADDRESS, as JSON."""
+class MixdbgDemangle(JsonCommand):
+    """mixdbg-demangle REQUEST: demangle a JSON list of C++ linkage names."""
 
-    def __init__(self) -> None:
-        super().__init__("mixdbg-tensor", gdb.COMMAND_DATA)
-
-    def invoke(self, argument: str, from_tty: bool) -> None:
-        address, source, target = argument.split(" ", 2)
-        with open(source, encoding="utf-8") as stream:
-            request = json.load(stream)
-        result = tensor_at(int(address, 0), request["layout"])
-        with open(target, "w", encoding="utf-8") as out:
-            json.dump(result, out)
+    def answer(self, words: list[str], request: Any) -> Any:
+        return [gdb.execute(f"demangle -l c++ -- {name}", to_string=True).strip() for name in request]
 
 
-MixdbgTorchArgs()
-MixdbgTensor()
+class MixdbgTorchArgs(JsonCommand):
+    """mixdbg-torch-args REQUEST: the innermost frame's arguments."""
+
+    def answer(self, words: list[str], request: Any) -> Any:
+        return frame_arguments(request)
+
+
+class MixdbgTensor(JsonCommand):
+    """mixdbg-tensor ADDRESS REQUEST: the tensor at ADDRESS."""
+
+    words = 1
+
+    def answer(self, words: list[str], request: Any) -> Any:
+        return tensor_at(int(words[0], 0), request["layout"])
+
+
+MixdbgDemangle("mixdbg-demangle")
+MixdbgTorchArgs("mixdbg-torch-args")
+MixdbgTensor("mixdbg-tensor")

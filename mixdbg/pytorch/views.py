@@ -20,6 +20,15 @@ from mixdbg.pytorch import layout, tensors
 TORCH_TYPES = ("at::Tensor", "c10::ArrayRef<", "c10::Scalar")
 
 
+def ask_gdb(gdb: GdbMi, command: str, request: Any) -> Any:
+    """Run one of ``gdb_commands.py``'s commands on ``request``; its JSON answer."""
+    with tempfile.TemporaryDirectory(prefix="mixdbg-") as directory:
+        source = Path(directory, "request.json")
+        source.write_text(json.dumps(request))
+        gdb.console(f"{command} {source}", SLOW_COMMAND_TIMEOUT)  # the path last: spaces are fine
+        return json.loads(source.with_name("answer.json").read_text())
+
+
 class TorchViews:
     """The session's view of tensors: the layout (discovered once) and the gdb requests."""
 
@@ -43,15 +52,6 @@ class TorchViews:
         """Why there is no layout."""
         return self._problem or "torch is not loaded in the debuggee"
 
-    def _ask(self, command: str, request: dict[str, Any]) -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="mixdbg-") as directory:
-            source, target = Path(directory, "request.json"), Path(directory, "answer.json")
-            source.write_text(json.dumps(request))
-            # The answer file last: the command takes the rest of the line.
-            self.gdb.console(f"{command} {source} {target}", SLOW_COMMAND_TIMEOUT)
-            answer: dict[str, Any] = json.loads(target.read_text())
-        return answer
-
     def arguments(self, pid: int, python: str, function: str, names: list[str] | None,
                   returns: str | None = None) -> list[dict[str, Any]] | None:
         """The innermost frame's decoded arguments when its signature has torch types
@@ -61,9 +61,10 @@ class TorchViews:
         found = self.layout(pid, python)
         if found is None:
             return [{"error": f"not decoded: {self.problem()}"}]
-        answer = self._ask("mixdbg-torch-args", {"layout": found, "names": names, "returns": returns})
+        answer = ask_gdb(self.gdb, "mixdbg-torch-args", {"layout": found, "names": names, "returns": returns})
         if "error" in answer:
-            return [{"error": f"not decoded: {answer['error']}"}]
+            why = str(answer["error"])
+            return [{"error": why if why.startswith("not decoded") else f"not decoded: {why}"}]
         decoded: list[dict[str, Any]] = answer["arguments"]
         return decoded
 
@@ -72,7 +73,8 @@ class TorchViews:
         found = self.layout(pid, python)
         if found is None:
             return {"error": f"not decoded: {self.problem()}"}
-        return self._ask(f"mixdbg-tensor {address:#x}", {"layout": found})
+        answer: dict[str, Any] = ask_gdb(self.gdb, f"mixdbg-tensor {address:#x}", {"layout": found})
+        return answer
 
 
 def interpreter(pid: int, python: str | None) -> str:

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_mixdbg
+from conftest import MixdbgRun, run_mixdbg
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "testdebug.py"
 ADD = """\
@@ -37,15 +37,22 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def run_with(tmp_path: Path, spec: str, source: str | None = None) -> MixdbgRun:
+    """Run ``source`` (default: the README example) with one breakpoint; it must exit 0."""
+    script = EXAMPLE
+    if source is not None:
+        script = tmp_path / "script.py"
+        script.write_text(source)
+    result = run_mixdbg(["run", "--json", "--port", "0", "-b", spec, str(script)], env=_env(tmp_path), timeout=170)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result
+
+
 def test_op_add_stops_once_per_call_naming_the_overload(torch_installed: None, tmp_path: Path) -> None:
     # Given a script with four additions of CPU tensors
-    script = tmp_path / "add.py"
-    script.write_text(ADD)
     # When it runs with an operator breakpoint on every overload of aten::add
-    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "op:aten::add", str(script)],
-                        env=_env(tmp_path), timeout=170)
+    result = run_with(tmp_path, "op:aten::add", ADD)
     # Then it stops exactly four times, each naming the overload that ran, in a CPU kernel
-    assert result.returncode == 0, result.stderr[-2000:]
     stops = result.of("stopped")
     assert [stop["op"] for stop in stops] == ["aten::add.Tensor"] * 4
     assert all("wrapper_CPU_add_Tensor" in stop["frames"][0]["function"] for stop in stops)
@@ -57,26 +64,13 @@ def test_op_add_stops_once_per_call_naming_the_overload(torch_installed: None, t
 
 
 def test_at_native_add_gets_the_operator_hint(torch_installed: None, tmp_path: Path) -> None:
-    script = tmp_path / "add.py"
-    script.write_text(ADD)
-    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "at::native::add", str(script)],
-                        env=_env(tmp_path), timeout=170)
-    assert result.returncode == 0, result.stderr[-2000:]
-    hints = {b.get("hint") for b in result.of("breakpoint")}
+    hints = {b.get("hint") for b in run_with(tmp_path, "at::native::add", ADD).of("breakpoint")}
     assert any(hint and "op:aten::add stops in every call" in hint for hint in hints)
 
 
 def test_randn_once_and_mm_once_per_matmul(torch_installed: None, tmp_path: Path) -> None:
-    script = tmp_path / "matmul.py"
-    script.write_text(MATMUL)
-    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "op:aten::mm", str(script)],
-                        env=_env(tmp_path), timeout=170)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert [stop["op"] for stop in result.of("stopped")] == ["aten::mm", "aten::mm"]
-    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "op:aten::randn", str(EXAMPLE)],
-                        env=_env(tmp_path), timeout=170)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert [stop["op"] for stop in result.of("stopped")] == ["aten::randn"]
+    assert [stop["op"] for stop in run_with(tmp_path, "op:aten::mm", MATMUL).of("stopped")] == ["aten::mm"] * 2
+    assert [stop["op"] for stop in run_with(tmp_path, "op:aten::randn").of("stopped")] == ["aten::randn"]
 
 
 def test_an_unknown_operator_is_one_line_and_exit_64(torch_installed: None, tmp_path: Path) -> None:
