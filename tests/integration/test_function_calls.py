@@ -83,3 +83,15 @@ def test_print_call_after_ctrl_c_in_sleep_leaves_the_script_intact(tmp_path: Pat
     finally:
         if child.isalive():
             child.terminate(force=True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_session_with_gdb_18_in_forky_keeps_function_calls(forky: Forky, tmp_path: Path) -> None:
+    (tmp_path / "hello.py").write_text("print('hello from forky')\n")
+    done = forky.run(tmp_path, [forky.python, "-m", "mixdbg", "run", "--json", "--port", "0", "/project/hello.py"])
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    session = next(e for e in events if e["event"] == "session")
+    assert session["function_calls"] is True
+    assert "hello from forky" in done.stderr
