@@ -34,11 +34,12 @@ SPECS_HELP = """\
 breakpoint specs (-b, repeatable):
   FUNCTION              exact (qualified) name, all overloads: at::native::randn
   FILE:LINE             a source line: my_ext.c:42 (needs debug info, see 'mixdbg doctor')
+  op:NS::NAME[.OVERLOAD] a PyTorch operator, once per call in its kernel: op:aten::add.Tensor
   SPEC if CONDITION     evaluated by gdb in the debuggee: 'my_ext.c:42 if i == 10'
 """
 
 PROMPT_HELP = """\
-At a terminal each stop opens a prompt (c, bt, p EXPR, break SPEC, detach, kill).
+At a terminal each stop opens a prompt (c, bt, p EXPR, args, tensor ADDR, break SPEC, detach, kill).
 Ctrl-C interrupts the debuggee and shows where it is; at the prompt it detaches.
 With --json or without a terminal, stops are printed and the debuggee continues.
 """
