@@ -75,9 +75,14 @@ def functor_return(function: str) -> str | None:
     return match.group("ret") if match else None
 
 
-def has_result_pointer(return_type: str) -> bool:
-    """Whether a function returning ``return_type`` takes the hidden result pointer."""
-    return not _REGISTER_RETURNS.match(return_type.strip())
+def has_result_pointer(return_type: str) -> bool | None:
+    """Whether a function returning ``return_type`` takes the hidden result pointer; None
+    when that depends on more than this module knows (a tuple of references may come
+    back in registers)."""
+    text = return_type.strip()
+    if text.startswith(("std::tuple<", "::std::tuple<")) and "&" in text:
+        return None
+    return not _REGISTER_RETURNS.match(text)
 
 
 def _tensor(address: int, read: ReadMemory, layout: Layout) -> Decoded:

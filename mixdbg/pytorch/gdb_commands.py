@@ -71,11 +71,14 @@ def frame_arguments(request: dict[str, Any]) -> dict[str, Any]:
     returns = returns if hidden else request.get("returns")
     if returns is None:
         return {"error": "the return type is unknown (is there a hidden result pointer?)"}
+    result_pointer = arguments.has_result_pointer(returns)
+    if result_pointer is None:
+        return {"error": f"whether {returns} comes back through a hidden pointer is not known here"}
     registers = {r: int(frame.read_register(r)) & ((1 << 64) - 1) for r in arguments.INTEGER_REGISTERS}
     older = frame.older()
     cfa = int(older.read_register("rsp")) if older is not None else 0
-    return {"arguments": arguments.decode(params, request.get("names"), arguments.has_result_pointer(returns),
-                                          registers, cfa, _read, request["layout"], hidden)}
+    return {"arguments": arguments.decode(params, request.get("names"), result_pointer, registers, cfa, _read,
+                                          request["layout"], hidden)}
 
 
 def tensor_at(address: int, layout: dict[str, Any]) -> dict[str, Any]:

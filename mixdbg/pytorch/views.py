@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbMi
-from mixdbg.pytorch import layout, tensors
+from mixdbg.pytorch import arguments, catalogue, headers, layout, tensors
 
 #: Parameter types that make a stop worth decoding (cheap test on the frame's name).
 TORCH_TYPES = ("at::Tensor", "c10::ArrayRef<", "c10::Scalar")
@@ -36,6 +36,7 @@ class TorchViews:
         self.gdb = gdb
         self._layout: dict[str, Any] | None = None
         self._problem: str | None = None
+        self._headers: dict[str, list[headers.Declaration]] | None = None
 
     def layout(self, pid: int, python: str) -> dict[str, Any] | None:
         """The debuggee's tensor layout, or None (``problem`` says why)."""
@@ -61,12 +62,26 @@ class TorchViews:
         found = self.layout(pid, python)
         if found is None:
             return [{"error": f"not decoded: {self.problem()}"}]
+        if names is None and returns is None:
+            declaration = self._declaration(pid, function)
+            if declaration is not None:
+                names, returns = list(declaration.names), declaration.returns
         answer = ask_gdb(self.gdb, "mixdbg-torch-args", {"layout": found, "names": names, "returns": returns})
         if "error" in answer:
             why = str(answer["error"])
             return [{"error": why if why.startswith("not decoded") else f"not decoded: {why}"}]
         decoded: list[dict[str, Any]] = answer["arguments"]
         return decoded
+
+    def _declaration(self, pid: int, function: str) -> headers.Declaration | None:
+        """The header declaration of an ``at::native::`` function (return type, names)."""
+        parsed = arguments.signature(function)
+        if parsed is None or not parsed[0].startswith("at::native::"):
+            return None
+        if self._headers is None:
+            root = catalogue.torch_root_of_process(pid)
+            self._headers = headers.read_index(root) if root is not None else {}
+        return headers.lookup(self._headers, *parsed)
 
     def tensor(self, pid: int, python: str, address: int) -> dict[str, Any]:
         """``{"tensor": ...}`` for the tensor at ``address``, or ``{"error": why}``."""

@@ -133,3 +133,18 @@ def test_prompt_args_and_tensor_address(torch_installed: None, tmp_path: Path) -
     finally:
         if child.isalive():
             child.terminate(force=True)
+
+
+def test_a_plain_function_stop_takes_names_and_return_type_from_the_headers(torch_installed: None,
+                                                                            tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "at::native::randn", str(EXAMPLE)], env=env,
+                        timeout=230)
+    assert result.returncode == 0, result.stderr[-2000:]
+    stops = result.of("stopped")
+    assert stops and all(stop.get("op") is None for stop in stops)
+    for stop in stops:  # both overloads (with and without a generator) return at::Tensor by value
+        arguments = {arg["name"]: arg for arg in stop["arguments"]}
+        assert arguments["size"]["value"] == [2, 3], stop["arguments"]
+        assert arguments["size"]["type"] == "c10::ArrayRef<long>"
