@@ -110,6 +110,13 @@ class Breakpoint:
     kernels: dict[str, list[str]] = field(default_factory=dict)  # overload -> dispatch keys
     hint: str | None = None
 
+    @property
+    def resolution(self) -> tuple[bool, bool, bool]:
+        """(pending, every target bound, some condition invalid): what an operator
+        breakpoint's reports follow."""
+        bound = all(self.target_locations.get(number) for number in self.targets)
+        return self.pending, bound, self.invalid_condition
+
     def set_locations(self, gdb_number: int, locations: list[Location]) -> None:
         """Record where gdb breakpoint ``gdb_number`` (this one or a target's) resolved."""
         if not self.targets:

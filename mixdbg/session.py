@@ -312,10 +312,10 @@ class Session:
         breakpoint = self.breakpoints.get(self._owners.get(number, number))
         if breakpoint is None:
             return
-        before = (breakpoint.to_json(), breakpoint.invalid_condition)
+        before = _reported_state(breakpoint)
         breakpoint.set_locations(number, locations_from_mi(bkpt))
         self._disable_plt(breakpoint)
-        if (breakpoint.to_json(), breakpoint.invalid_condition) != before:
+        if _reported_state(breakpoint) != before:
             self.emit(BreakpointChanged(breakpoint.to_json()))
             if breakpoint.invalid_condition:
                 self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
@@ -540,6 +540,15 @@ class Session:
                 attach.ensure_running(self.pid)
                 if self._child is not None:
                     self._child.disown()
+
+
+def _reported_state(breakpoint: Breakpoint) -> object:
+    """What a change must alter for a ``breakpoint`` event. An operator's kernels re-bind one
+    by one when torch loads: it is reported when it binds first and when all are bound,
+    not at each of dozens of steps."""
+    if breakpoint.targets:
+        return breakpoint.resolution
+    return breakpoint.to_json(), breakpoint.invalid_condition
 
 
 def _libpython_paths(pid: int) -> list[str]:
