@@ -102,7 +102,7 @@ def _break(session: Session, text: str) -> None:
     """Add a breakpoint; a function no loaded library defines gets "did you mean"."""
     spec = parse_spec(text)
     breakpoint = session.add_breakpoint(spec)
-    if breakpoint.pending and not spec.is_line:
+    if breakpoint.pending and not spec.is_line and not spec.is_op:
         close = session.suggestions(spec.location)
         if close:
             print(f"did you mean: {', '.join(close)}?", flush=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 from conftest import MixdbgRun, run_mixdbg
 
@@ -78,3 +80,31 @@ def test_an_unknown_operator_is_one_line_and_exit_64(torch_installed: None, tmp_
     assert result.returncode == 64
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "did you mean: op:aten::add" in lines[0], result.stderr
+
+
+def test_operator_specs_at_the_prompt(torch_installed: None, tmp_path: Path) -> None:
+    # Given a stop at the first addition, at a terminal
+    script = tmp_path / "script.py"
+    script.write_text(ADD + MATMUL)
+    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", "-b", "op:aten::add.Tensor",
+                                           str(script)], env=_env(tmp_path), encoding="utf-8", timeout=60)
+    try:
+        child.expect("operator aten::add.Tensor")
+        child.expect_exact("(mixdbg) ")
+        # When the user adds an operator breakpoint with a typo, then the right one
+        child.sendline("b op:aten::mmm")
+        child.expect(r"mixdbg: op:aten::mmm: [^\r\n]*did you mean: op:aten::mm\b")
+        child.sendline("b op:aten::mm")
+        child.expect(r"breakpoint \d+ \(op:aten::mm\): \d+ location\(s\): kernels of aten::mm ")
+        child.sendline("delete 1")
+        child.sendline("c")
+        # Then the next stops are the two matrix products
+        child.expect("operator aten::mm\r\n")
+        child.sendline("c")
+        child.expect("operator aten::mm\r\n")
+        child.sendline("c")
+        child.expect("the debuggee exited with code 0")
+        child.expect(pexpect.EOF)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
