@@ -13,10 +13,12 @@ import sysconfig
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import psutil
 import pytest
 
@@ -106,6 +108,26 @@ def run_mixdbg(args: Sequence[str], env: dict[str, str] | None = None, timeout: 
         if line.startswith("{"):
             events.append(json.loads(line))
     return MixdbgRun(proc.returncode, events, proc.stdout, proc.stderr)
+
+
+@contextmanager
+def mixdbg_at_terminal(args: Sequence[str], env: dict[str, str] | None = None,
+                       timeout: float = 60) -> Iterator[pexpect.spawn]:
+    """``python -m mixdbg ARGS`` in a pseudo-terminal (so it prompts at stops), ended if it
+    still runs when the block ends."""
+    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", *args], env=env, encoding="utf-8", timeout=timeout)
+    try:
+        yield child
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def continue_to_exit(child: pexpect.spawn) -> None:
+    """At the prompt: continue, and expect the debuggee to end with 0 and mixdbg with it."""
+    child.sendline("c")
+    child.expect("the debuggee exited with code 0")
+    child.expect(pexpect.EOF)
 
 
 #: Set to a fresh token for the test run; every process the tests start inherits it (gdb,

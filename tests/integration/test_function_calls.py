@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from conftest import Forky
+from conftest import Forky, mixdbg_at_terminal
 
 from mixdbg import calls
 
@@ -59,9 +59,7 @@ def test_print_call_after_ctrl_c_in_sleep_leaves_the_script_intact(tmp_path: Pat
     # Given a script sleeping in time.sleep under mixdbg's prompt
     script = tmp_path / "sleeper.py"
     script.write_text(SLEEPER)
-    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", str(script)],
-                          encoding="utf-8", timeout=60)
-    try:
+    with mixdbg_at_terminal(["run", "--port", "0", str(script)]) as child:
         child.expect("sleeping")
         # When the user interrupts it and prints a function call, then continues
         child.sendintr()
@@ -71,19 +69,15 @@ def test_print_call_after_ctrl_c_in_sleep_leaves_the_script_intact(tmp_path: Pat
         # Then the call is refused in one line, nothing is called
         child.expect(r"error: mixdbg does not let gdb call functions in the debuggee here: [^\r\n]*\r\n")
         child.expect_exact("(mixdbg) ")
-        child.sendline("c")
         # and the script finishes its sleep, prints, and exits 0 (gdb 13 called into it
         # before: OSError: [Errno 514])
+        child.sendline("c")
         child.expect("slept well")
         child.expect("the debuggee exited with code 0")
         child.expect(pexpect.EOF)
+        assert "Errno 514" not in (child.before or "")
         child.close()
         assert child.exitstatus == 0
-        assert "Errno 514" not in (child.before or "")
-    finally:
-        if child.isalive():
-            child.terminate(force=True)
-
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)

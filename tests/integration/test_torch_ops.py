@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-import pexpect
 import pytest
-from conftest import MixdbgRun, run_mixdbg
+from conftest import MixdbgRun, continue_to_exit, mixdbg_at_terminal, run_mixdbg
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "testdebug.py"
 ADD = """\
@@ -86,9 +84,7 @@ def test_operator_specs_at_the_prompt(torch_installed: None, tmp_path: Path) -> 
     # Given a stop at the first addition, at a terminal
     script = tmp_path / "script.py"
     script.write_text(ADD + MATMUL)
-    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", "-b", "op:aten::add.Tensor",
-                                           str(script)], env=_env(tmp_path), encoding="utf-8", timeout=60)
-    try:
+    with mixdbg_at_terminal(["run", "--port", "0", "-b", "op:aten::add.Tensor", str(script)], _env(tmp_path)) as child:
         child.expect("operator aten::add.Tensor")
         child.expect_exact("(mixdbg) ")
         # When the user adds an operator breakpoint with a typo, then the right one
@@ -102,9 +98,4 @@ def test_operator_specs_at_the_prompt(torch_installed: None, tmp_path: Path) -> 
         child.expect("operator aten::mm\r\n")
         child.sendline("c")
         child.expect("operator aten::mm\r\n")
-        child.sendline("c")
-        child.expect("the debuggee exited with code 0")
-        child.expect(pexpect.EOF)
-    finally:
-        if child.isalive():
-            child.terminate(force=True)
+        continue_to_exit(child)

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pexpect
 import pytest
-from conftest import MixdbgRun, run_mixdbg
+from conftest import MixdbgRun, continue_to_exit, mixdbg_at_terminal, run_mixdbg
 
 from mixdbg import calls
 
@@ -107,9 +106,7 @@ def test_prompt_args_and_tensor_address(torch_installed: None, tmp_path: Path) -
     script.write_text(CASES)
     env = dict(os.environ)
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", "run", "--port", "0", "-b", "op:aten::add.Tensor",
-                                           str(script)], env=env, encoding="utf-8", timeout=60)
-    try:
+    with mixdbg_at_terminal(["run", "--port", "0", "-b", "op:aten::add.Tensor", str(script)], env) as child:
         child.expect("operator aten::add.Tensor")
         child.expect_exact("(mixdbg) ")
         # When the user asks for the arguments
@@ -127,12 +124,7 @@ def test_prompt_args_and_tensor_address(torch_installed: None, tmp_path: Path) -
         child.sendline("tensor 0x10")
         child.expect(r"not decoded: memory unreadable[^\r\n]*\r\n")
         child.sendline("delete 1")
-        child.sendline("c")
-        child.expect("the debuggee exited with code 0")
-        child.expect(pexpect.EOF)
-    finally:
-        if child.isalive():
-            child.terminate(force=True)
+        continue_to_exit(child)
 
 
 def test_a_plain_function_stop_takes_names_and_return_type_from_the_headers(torch_installed: None,
