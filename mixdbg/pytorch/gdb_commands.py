@@ -66,6 +66,8 @@ def frame_arguments(request: dict[str, Any]) -> dict[str, Any]:
     if not _at_entry(frame):
         return {"error": "not at the function's entry: the argument registers may have changed"}
     name, params = parsed
+    if name.startswith("c10::impl::make_boxed_from_unboxed_functor<"):
+        return {"error": "a boxed call: its arguments are on the interpreter's IValue stack"}
     returns = arguments.functor_return(name)
     hidden = 2 if returns is not None and name.endswith("::call") else 0
     returns = returns if hidden else request.get("returns")

@@ -131,8 +131,9 @@ def dtype_field() -> tuple[int, dict[str, list[object]]]:
 def device_field() -> int:
     """The byte offset of the device type: 0 for cpu, 14 for meta (c10::DeviceType)."""
     cpu, meta = torch.zeros(3), torch.zeros(3, device="meta")
-    raw_cpu, raw_meta = read(impl_of(cpu), 176), read(impl_of(meta), 176)
-    found = [i for i in range(176 - 2) if raw_cpu[i] == 0 and raw_meta[i] == 14
+    size = min(int(_LIBC.malloc_usable_size(impl_of(t))) for t in (cpu, meta))
+    raw_cpu, raw_meta = read(impl_of(cpu), size), read(impl_of(meta), size)
+    found = [i for i in range(size - 2) if raw_cpu[i] == 0 and raw_meta[i] == 14
              and raw_cpu[i + 1] == raw_meta[i + 1] == 0xFF and raw_cpu[i + 2] == raw_meta[i + 2] == 1]
     return unique(found, "device")
 

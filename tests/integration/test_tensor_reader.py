@@ -114,3 +114,39 @@ def test_python_tensor_summary_from_its_pyobject(held: tuple[int, dict[str, list
         assert summary == tensors.read_tensor(memory, addresses["t"][0], found)
         with pytest.raises(tensors.TensorUnreadable):
             tensors.summarize_python_tensor(memory, addresses["not_a_tensor"][1], found)
+
+
+def test_the_discovered_layout_agrees_with_the_2_13_headers(
+        held: tuple[int, dict[str, list[int]], dict[str, Any]]) -> None:
+    # The offsets that tensor-views.md verified three ways for torch 2.13.0+cpu (live
+    # tensors, gdb's ptype /o on the wheel's own headers, reads at real breakpoints).
+    _, _, found = held
+    if not str(found["torch"]).startswith("2.13."):
+        pytest.skip(f"the reference table is for torch 2.13, this is {found['torch']}")
+    assert found["fields"] == {"ndim": 56, "sizes": 64, "strides": 104, "inline_dims": 5, "storage_offset": 144,
+                               "numel": 152, "storage": 16, "storage_data": 16, "storage_nbytes": 48, "dtype": 160,
+                               "device": 162, "pyobject": 48, "thp_cdata": 16}
+
+
+def test_a_layout_from_another_build_is_refused(held: tuple[int, dict[str, list[int]], dict[str, Any]],
+                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a "debuggee library" whose build id is not the probed libc10.so's
+    pid, _, _ = held
+    loaded = layout.c10_of_process(pid)
+    assert loaded is not None
+    other = loaded[0].with_name("libtorch_python.so")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    # When its layout is asked for, Then the probe's result is rejected, not used
+    with pytest.raises(layout.LayoutUnknown, match="another torch"):
+        layout.layout_for(other, sys.executable)
+
+
+def test_the_probe_finds_the_same_layout_whatever_the_heap_holds(
+        held: tuple[int, dict[str, list[int]], dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each field must be found exactly once: a value that occurs by chance (stale heap
+    # bytes) would make the probe fail or move, not silently agree.
+    _, _, found = held
+    site_packages = Path(str(found["c10"])).parents[2]
+    for perturb in ("37", "185"):
+        monkeypatch.setenv("MALLOC_PERTURB_", perturb)
+        assert layout.run_probe(sys.executable, site_packages)["fields"] == found["fields"]
