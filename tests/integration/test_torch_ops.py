@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,3 +103,46 @@ def test_operator_specs_at_the_prompt(torch_installed: None, tmp_path: Path) -> 
         child.sendline("c")
         child.expect("operator aten::mm\r\n")
         continue_to_exit(child)
+
+
+GATED_MATMUL = """\
+import os, sys, time, torch
+a, b = torch.ones(2, 3), torch.ones(3, 4)
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.01)
+c = a @ b
+d = c.t() @ a
+"""
+
+
+def test_mixdbg_break_adds_an_operator_to_a_live_session(torch_installed: None, tmp_path: Path,
+                                                         rundir: Path) -> None:
+    # Given a live session whose script waits at a gate after importing torch
+    script, gate = tmp_path / "gated.py", tmp_path / "gate"
+    script.write_text(GATED_MATMUL)
+    proc = subprocess.Popen([sys.executable, "-m", "mixdbg", "run", "--json", "--port", "0", str(script), str(gate)],
+                            env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        session = json.loads(proc.stdout.readline())
+        assert session["event"] == "session", session
+        deadline = time.monotonic() + 30
+        while not (rundir / f"{session['pid']}.sock").exists():
+            assert time.monotonic() < deadline, "the session never served its control socket"
+            time.sleep(0.05)
+        # When another terminal adds an operator breakpoint
+        added = run_mixdbg(["break", "op:aten::mm", "--session", str(session["pid"]), "--json"], env=_env(tmp_path))
+        assert added.returncode == 0, added.stderr
+        gate.touch()
+        out, err = proc.communicate(timeout=120)
+        # Then each matrix product stops once
+        events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        assert [e["op"] for e in events if e["event"] == "stopped"] == ["aten::mm", "aten::mm"], err[-2000:]
+        assert proc.returncode == 0
+    finally:
+        gate.touch()  # the script ends on its own
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
