@@ -233,7 +233,10 @@ class Session:
         breakpoint = self.breakpoints.pop(number, None)
         if breakpoint is None:
             raise UsageError(f"no breakpoint {number}")
-        self.gdb.command("-break-delete " + " ".join(map(str, self._gdb_numbers(breakpoint))))
+        numbers = self._gdb_numbers(breakpoint)
+        self.gdb.command("-break-delete " + " ".join(map(str, numbers)))
+        for gdb_number in numbers:
+            self._owners.pop(gdb_number, None)
         self.emit(BreakpointChanged(breakpoint.to_json(), deleted=True))
 
     def _disable_plt(self, breakpoint: Breakpoint) -> None:
