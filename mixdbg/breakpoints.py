@@ -37,15 +37,15 @@ class BreakSpec:
     is_line: bool
     is_op: bool = False  # ``location`` is an operator (``aten::add``), not a C++ name
 
-    def mi_insert(self, enabled: bool = True, symbol: str | None = None) -> str:
+    def mi_insert(self, enabled: bool = True, location: str | None = None) -> str:
         """The ``-break-insert`` command that creates this breakpoint (pending if needed);
-        ``symbol``: at that qualified name instead, as operator specs resolve to."""
+        ``location``: there instead (an operator spec's kernel: ``*ADDRESS``)."""
         parts = ["-break-insert", "-f"] + ([] if enabled else ["-d"])
-        if not self.is_line:
+        if not self.is_line and location is None:
             parts.append("--qualified")
         if self.condition:
             parts += ["-c", mi_quote(self.condition)]
-        parts.append(mi_quote(symbol or self.location))
+        parts.append(mi_quote(location or self.location))
         return " ".join(parts)
 
 

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import tempfile
@@ -86,6 +87,7 @@ class Session:
         self.python = python  # the debuggee's interpreter: where operator specs look for torch
         self._catalogue: catalogue.Catalogue | None = None
         self._owners: dict[int, int] = {}  # gdb number of an operator target -> its breakpoint
+        self._unbound: dict[int, list[catalogue.Kernel]] = {}  # operators waiting for torch to load
         self.torch_views = views.TorchViews(self.gdb)
         self.last_stop: Stopped | None = None
 
@@ -167,9 +169,9 @@ class Session:
             self.emit(BreakpointChanged(breakpoint.to_json()))
         return breakpoint
 
-    def _insert(self, spec: BreakSpec, enabled: bool, symbol: str | None = None) -> dict[str, Any]:
+    def _insert(self, spec: BreakSpec, enabled: bool, location: str | None = None) -> dict[str, Any]:
         try:
-            result = self.gdb.command(spec.mi_insert(enabled, symbol), SLOW_COMMAND_TIMEOUT)
+            result = self.gdb.command(spec.mi_insert(enabled, location), SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
             raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
         bkpt: dict[str, Any] = result["bkpt"]
@@ -185,25 +187,61 @@ class Session:
         return self._catalogue
 
     def _add_op_breakpoint(self, spec: BreakSpec, enabled: bool) -> Breakpoint:
-        """One gdb breakpoint per kernel functor of the operator, all behind one number."""
-        kernels = ops.resolve(self.op_catalogue(), spec.location)
-        names = [symbols.breakable_name(name) for name in self._demangle([k.symbol for k in kernels])]
-        inserted = [(self._insert(spec, enabled, name), kernel) for name, kernel in zip(names, kernels) if name]
-        breakpoint = Breakpoint(number=int(inserted[0][0]["number"]), spec=spec)
-        for bkpt, kernel in inserted:
-            number = int(bkpt["number"])
-            self._owners[number] = breakpoint.number
-            breakpoint.targets[number] = kernel.overload
-            breakpoint.set_locations(number, locations_from_mi(bkpt))
+        """One gdb breakpoint per kernel functor of the operator, all behind one number, at
+        the kernels' addresses. Before torch's kernel library is loaded, the number is a
+        catchpoint on its load: gdb stops the debuggee there, before any of the library's
+        code runs, and ``_bind_operators`` inserts the kernels. (gdb binds pending
+        breakpoints on these long template names at about 0.2 s each when torch loads.)"""
+        found = self.op_catalogue()
+        kernels = ops.resolve(found, spec.location)
+        loaded = catalogue.mapped_library(self.pid, f"/torch/{catalogue.KERNEL_LIBRARY}") if self.pid else None
+        if loaded is None:
+            library = re.escape(found.library.name)
+            try:
+                catch = self.gdb.command("-catch-load -t " + ("" if enabled else "-d ") + mi_quote(library))
+            except GdbCommandError as err:
+                raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
+            breakpoint = Breakpoint(number=int(catch["bkpt"]["number"]), spec=spec)
+            self._unbound[breakpoint.number] = kernels
+        else:
+            inserted = self._insert(spec, enabled, f"*{loaded[1] + kernels[0].address:#x}")
+            breakpoint = Breakpoint(number=int(inserted["number"]), spec=spec)
+            self._bind(breakpoint, kernels, loaded[1], first=inserted)
+        for kernel in kernels:
             keys = breakpoint.kernels.setdefault(kernel.overload, [])
             if kernel.dispatch_key not in keys:
                 keys.append(kernel.dispatch_key)
         return breakpoint
 
-    def _demangle(self, names: list[str]) -> list[str]:
-        """C++ linkage names demangled by gdb (see ``pytorch/gdb_commands.py`` for why)."""
-        demangled: list[str] = views.ask_gdb(self.gdb, "mixdbg-demangle", names)
-        return demangled
+    def _bind(self, breakpoint: Breakpoint, kernels: list[catalogue.Kernel], base: int,
+              first: dict[str, Any] | None = None) -> None:
+        """Insert a breakpoint at each kernel (the library is loaded at ``base``)."""
+        for kernel in kernels:
+            bkpt = first if first is not None and kernel is kernels[0] else \
+                self._insert(breakpoint.spec, True, f"*{base + kernel.address:#x}")
+            number = int(bkpt["number"])
+            self._owners[number] = breakpoint.number
+            breakpoint.targets[number] = kernel.overload
+            breakpoint.set_locations(number, locations_from_mi(bkpt))
+
+    def _bind_operators(self) -> bool:
+        """At a library-load stop: bind the operator breakpoints whose kernels' library is
+        now loaded (see ``_add_op_breakpoint``); whether there were any."""
+        loaded = catalogue.mapped_library(self.pid, f"/torch/{catalogue.KERNEL_LIBRARY}") if self.pid else None
+        if loaded is None or not self._unbound:
+            return False
+        for number, kernels in list(self._unbound.items()):
+            del self._unbound[number]
+            breakpoint = self.breakpoints.get(number)
+            if breakpoint is None:
+                continue
+            try:  # temporary: gdb deleted it if it was the one reported; not if another was
+                self.gdb.command(f"-break-delete {number}")
+            except GdbCommandError as err:
+                log.debug("catchpoint %d: %s", number, err.gdb_message)
+            self._bind(breakpoint, kernels, loaded[1])
+            self.emit(BreakpointChanged(breakpoint.to_json()))
+        return True
 
     def _native_hint(self, spec: BreakSpec) -> str | None:
         if not spec.location.startswith("at::native::"):
@@ -234,6 +272,7 @@ class Session:
         if breakpoint is None:
             raise UsageError(f"no breakpoint {number}")
         numbers = self._gdb_numbers(breakpoint)
+        self._unbound.pop(number, None)
         self.gdb.command("-break-delete " + " ".join(map(str, numbers)))
         for gdb_number in numbers:
             self._owners.pop(gdb_number, None)
@@ -313,7 +352,7 @@ class Session:
     def _on_breakpoint_modified(self, bkpt: dict[str, Any]) -> None:
         number = int(bkpt["number"])
         breakpoint = self.breakpoints.get(self._owners.get(number, number))
-        if breakpoint is None:
+        if breakpoint is None or bkpt.get("type") == "catchpoint":  # an operator's load catch: no place
             return
         before = _reported_state(breakpoint)
         breakpoint.set_locations(number, locations_from_mi(bkpt))
@@ -333,6 +372,8 @@ class Session:
             self._finish(int(payload.get("exit-code", "0"), 8), None)
         elif reason == "exited-signalled":
             self._finish(None, str(payload.get("signal-name", "")))
+        elif reason == "solib-event" and self._bind_operators():
+            self.resume()  # torch's kernels are bound: not a stop of the user's
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
         elif reason == "breakpoint-hit":

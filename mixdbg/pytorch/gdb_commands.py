@@ -8,13 +8,6 @@ registers and memory at its entry (``arguments.py``). REQUEST:
 
 Each command reads a JSON request file and writes ``answer.json`` beside it (JsonCommand).
 
-``mixdbg-demangle REQUEST``: demangle the linkage names in REQUEST (a JSON list) with
-gdb's own demangler. Operator
-breakpoints need the demangled names: gdb resolves a pending breakpoint on a demangled
-qualified name through its symbol hash (measured: 6 such breakpoints cost nothing over
-``import torch``'s 5 s), but on a mangled name by a scan of every minimal symbol (about
-1 s per breakpoint and per ``import torch`` here).
-
 Standard library and ``gdb`` only; Python 3.9-compatible (gdb's Python is not mixdbg's).
 """
 
@@ -120,13 +113,6 @@ class JsonCommand(gdb.Command):  # type: ignore[misc]
         raise NotImplementedError
 
 
-class MixdbgDemangle(JsonCommand):
-    """mixdbg-demangle REQUEST: demangle a JSON list of C++ linkage names."""
-
-    def answer(self, words: list[str], request: Any) -> Any:
-        return [gdb.execute(f"demangle -l c++ -- {name}", to_string=True).strip() for name in request]
-
-
 class MixdbgTorchArgs(JsonCommand):
     """mixdbg-torch-args REQUEST: the innermost frame's arguments."""
 
@@ -143,6 +129,5 @@ class MixdbgTensor(JsonCommand):
         return tensor_at(int(words[0], 0), request["layout"])
 
 
-MixdbgDemangle("mixdbg-demangle")
 MixdbgTorchArgs("mixdbg-torch-args")
 MixdbgTensor("mixdbg-tensor")

@@ -19,7 +19,7 @@ from typing import Any
 
 from mixdbg import debuginfo
 from mixdbg.errors import DataError, MixdbgError, NotFoundError
-from mixdbg.pytorch.catalogue import cache_directory
+from mixdbg.pytorch.catalogue import cache_directory, mapped_library
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +34,7 @@ class LayoutUnknown(MixdbgError):
 
 def c10_of_process(pid: int) -> tuple[Path, int] | None:
     """The debuggee's ``libc10.so`` and its load address, if torch is loaded."""
-    try:
-        maps = Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return None
-    for line in maps.splitlines():
-        fields = line.split()
-        if len(fields) >= 6 and fields[5].endswith("/libc10.so") and int(fields[2], 16) == 0:
-            return Path(fields[5]), int(fields[0].split("-")[0], 16)
-    return None
+    return mapped_library(pid, "/libc10.so")
 
 
 def _build_id(library: Path) -> str:

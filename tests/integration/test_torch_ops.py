@@ -146,3 +146,39 @@ def test_mixdbg_break_adds_an_operator_to_a_live_session(torch_installed: None, 
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_attach_to_a_process_that_already_loaded_torch(torch_installed: None, tmp_path: Path) -> None:
+    # Given a running script that has imported torch and waits at a gate
+    script, gate = tmp_path / "gated.py", tmp_path / "gate"
+    script.write_text(GATED_MATMUL)
+    debuggee = subprocess.Popen([sys.executable, str(script), str(gate)], env=_env(tmp_path),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = [debuggee]
+    try:
+        deadline = time.monotonic() + 60
+        while "libtorch_cpu.so" not in Path(f"/proc/{debuggee.pid}/maps").read_text():
+            assert time.monotonic() < deadline, "torch never loaded"
+            time.sleep(0.1)
+        # When mixdbg attaches with an operator breakpoint (its kernels bound at once)
+        attached = subprocess.Popen([sys.executable, "-m", "mixdbg", "attach", str(debuggee.pid), "--json",
+                                     "-b", "op:aten::mm"], env=_env(tmp_path), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        started.append(attached)
+        assert attached.stdout is not None
+        for line in attached.stdout:
+            if '"event": "session"' in line:
+                break
+        gate.touch()
+        out, err = attached.communicate(timeout=120)
+        # Then each matrix product stops once, with its arguments
+        stops = [json.loads(line) for line in out.splitlines() if '"event": "stopped"' in line]
+        assert [s["op"] for s in stops] == ["aten::mm", "aten::mm"], err[-2000:]
+        assert stops[0]["arguments"][0]["tensor"]["shape"] == [2, 3]
+        assert debuggee.wait(30) == 0
+    finally:
+        gate.touch()
+        for proc in reversed(started):  # mixdbg first: it detaches, then the script ends
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -46,19 +47,30 @@ def test_kernels_are_matched_to_overloads_by_both_codegen_namings() -> None:
         _functor("wrapper_CPU_add_out_out"), _functor("wrapper_SparseCPU_out_add_out", nested=True),
         _functor("wrapper_CompositeExplicitAutograd__randn", nested=True),
         _functor("wrapper_CPU_add_Tensor") + b".cold", _functor("wrapper_CPU_nothing_known"), b""])
-    kernels = catalogue.match_kernels(schemas, catalogue.scan_functor_symbols(table))
+    functors = list(catalogue.scan_functor_symbols(table))
+    assert all(table[f.name_offset:].startswith(f.symbol.encode()) for f in functors)
+    addresses = {f.name_offset: 0x1000 + 16 * i for i, f in enumerate(functors)}
+    kernels = catalogue.match_kernels(schemas, functors, addresses)
     assert [(k.dispatch_key, k.boxed) for k in kernels["aten::add.Tensor"]] == [("CPU", False), ("CPU", True)]
+    assert [k.address for k in kernels["aten::add.Tensor"]] == [0x1000, 0x1010]
     assert [k.dispatch_key for k in kernels["aten::add.out"]] == ["CPU", "SparseCPU"]
     assert [k.dispatch_key for k in kernels["aten::randn"]] == ["CompositeExplicitAutograd"]
     assert all(k.symbol.startswith("_ZN3c104impl") and k.symbol.endswith("S8_S8_")
                for found in kernels.values() for k in found)
 
 
+def test_symbol_values_of_defined_symbols_only() -> None:
+    entry = struct.Struct("<IBBHQQ")
+    symtab = b"".join([entry.pack(10, 2, 0, 14, 0x2000, 32), entry.pack(20, 2, 0, 0, 0, 0),  # undefined
+                       entry.pack(30, 2, 0, 14, 0x3000, 8)])
+    assert catalogue.symbol_values(symtab, [10, 20]) == {10: 0x2000}
+
+
 def _catalogue() -> catalogue.Catalogue:
     schemas = {s.full_name: s for s in map(catalogue.parse_schema_line, [ADD_TENSOR, ADD_OUT, RANDN]) if s}
-    kernel = catalogue.Kernel("aten::add.Tensor", "CPU", "_Zadd", False)
-    autograd = catalogue.Kernel("aten::add.Tensor", "AutogradCPU", "_Zgrad", False)
-    out = catalogue.Kernel("aten::add.out", "CPU", "_Zout", False)
+    kernel = catalogue.Kernel("aten::add.Tensor", "CPU", "_Zadd", False, 0x10)
+    autograd = catalogue.Kernel("aten::add.Tensor", "AutogradCPU", "_Zgrad", False, 0x20)
+    out = catalogue.Kernel("aten::add.out", "CPU", "_Zout", False, 0x30)
     return catalogue.Catalogue(Path("/torch"), schemas, {"aten::add.Tensor": (kernel, autograd),
                                                          "aten::add.out": (out,)})
 
