@@ -58,11 +58,14 @@ class Stopped:
     stack: MixedStack
 
     def to_json(self) -> dict[str, Any]:
-        """JSON form."""
-        return {"event": "stopped", "reason": self.reason, "breakpoint": self.breakpoint,
+        """JSON form (``threads`` only when every thread's stack was asked for)."""
+        body = {"event": "stopped", "reason": self.reason, "breakpoint": self.breakpoint,
                 "signal": self.signal, "thread": self.thread,
                 "frames": [frame.to_json() for frame in self.stack.frames],
                 "python_frames": self.stack.python_status}
+        if self.stack.threads:
+            body["threads"] = [thread.to_json() for thread in self.stack.threads]
+        return body
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,13 @@ from mixdbg.breakpoints import parse_spec
 from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
 from mixdbg.output import Output
 from mixdbg.session import Session
-from mixdbg.stack import format_stack
+from mixdbg.stack import format_stack, format_threads
 
 HELP = """\
   c, continue        let the debuggee run
   bt, backtrace      the full mixed stack of the stopped thread
+  bt all             every thread's mixed stack
+  locals [N]         the locals of Python frame #N (default: the innermost one)
   p, print EXPR      evaluate a C/C++ expression in the stopped frame
   b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, ... if COND)
   delete N           delete breakpoint N
@@ -79,8 +81,12 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
         raise UsageError("the debuggee is running (Ctrl-C interrupts it)")
     elif verb in ("c", "continue"):
         session.resume()
+    elif verb in ("bt", "backtrace") and rest == "all":
+        print("\n".join(format_threads(session.mixed_stack(all_threads=True))), flush=True)
     elif verb in ("bt", "backtrace"):
         print("\n".join(format_stack(session.mixed_stack(), collapse_interpreter=False)), flush=True)
+    elif verb == "locals":
+        _locals(session, rest)
     elif verb in ("p", "print"):
         if not rest:
             raise UsageError("print what? (p EXPR)")
@@ -99,7 +105,15 @@ def _break(session: Session, text: str) -> None:
             print(f"did you mean: {', '.join(close)}?", flush=True)
 
 
-def _number(text: str) -> int:
+def _locals(session: Session, text: str) -> None:
+    """Print a Python frame's locals, one ``name = value`` a line."""
+    number, variables = session.python_locals(_number(text, "frame") if text else None)
+    print(f"  locals of frame #{number}:" if variables else f"  frame #{number} has no locals", flush=True)
+    for name, value in variables:
+        print(f"    {name} = {value}", flush=True)
+
+
+def _number(text: str, what: str = "breakpoint") -> int:
     if not text.isdigit():
-        raise UsageError(f"expected a breakpoint number, got {text!r}")
+        raise UsageError(f"expected a {what} number, got {text!r}")
     return int(text)

@@ -17,10 +17,16 @@ gdb's embedded Python imports this package.
 from __future__ import annotations
 
 import struct
-from typing import List, Optional, Tuple
 
 from mixdbg.memory import MemoryReadError, ReadMemory
-from mixdbg.pyframes.layouts import DEBUG_COOKIE, KNOWN, Layout, LayoutError, debug_offsets_size, from_debug_offsets
+from mixdbg.pyframes.layouts import (
+    DEBUG_COOKIE,
+    KNOWN,
+    Layout,
+    LayoutError,
+    debug_offsets_size,
+    from_debug_offsets,
+)
 from mixdbg.pyframes.objects import ObjectError, register_summary
 from mixdbg.pyframes.walk import PyFrame, PyThread, Run, Walker
 
@@ -35,7 +41,7 @@ class Unsupported(Exception):
     """This interpreter's frames cannot be read; the message says why, in one line."""
 
 
-def reading_method(minor: int) -> Optional[str]:
+def reading_method(minor: int) -> str | None:
     """How frames of CPython 3.``minor`` are read: ``"debug offsets"``, ``"known layout"``,
     or None when that version is not supported."""
     if minor in KNOWN:
@@ -56,14 +62,14 @@ class Interpreter:
         """How its frames are read (``debug offsets`` or ``known layout``)."""
         return self.layout.method
 
-    def threads(self) -> List[PyThread]:
+    def threads(self) -> list[PyThread]:
         """Every thread state's Python frames; ``Unsupported`` if the states are unreadable."""
         try:
             return self._walker.threads()
         except (MemoryReadError, ObjectError, struct.error) as err:
             raise Unsupported(f"the interpreter's thread states are unreadable ({err})") from err
 
-    def locals(self, frame: int) -> List[Tuple[str, str]]:
+    def locals(self, frame: int) -> list[tuple[str, str]]:
         """``(name, short value)`` of the local variables of the Python frame at ``frame``."""
         try:
             return self._walker.locals(frame)
@@ -77,13 +83,13 @@ def _version_text(hexversion: int) -> str:
     return f"{hexversion >> 24}.{(hexversion >> 16) & 0xFF}.{(hexversion >> 8) & 0xFF}{level}{serial}"
 
 
-def _check_hint(minor: int, version: str, hint: Optional[str]) -> None:
+def _check_hint(minor: int, version: str, hint: str | None) -> None:
     if hint and hint != f"3.{minor}":
         raise Unsupported(f"version mismatch: memory says {version}, the executable {hint}")
 
 
-def open_interpreter(read: ReadMemory, runtime: int, py_version: Optional[int] = None,
-                     hint: Optional[str] = None) -> Interpreter:
+def open_interpreter(read: ReadMemory, runtime: int, py_version: int | None = None,
+                     hint: str | None = None) -> Interpreter:
     """The interpreter whose ``_PyRuntime`` is at ``runtime``; ``Unsupported`` with the
     reason when its version, build or memory cannot be read."""
     try:

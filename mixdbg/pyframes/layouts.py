@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, replace
-from typing import Optional
 
 DEBUG_COOKIE = b"xdebugpy"
 
@@ -40,28 +39,28 @@ class Layout:
     ts_interp: int
     ts_frame: int
     ts_thread_id: int
-    ts_native_thread_id: Optional[int]
-    ts_root_cframe: Optional[int]
-    ts_cframe: Optional[int]
+    ts_native_thread_id: int | None
+    ts_root_cframe: int | None
+    ts_cframe: int | None
     cframe_current_frame: int
     cframe_previous: int
     frame_size: int
     frame_previous: int
     frame_code: int
     frame_instr: int
-    frame_owner: Optional[int]
-    frame_is_entry: Optional[int]
+    frame_owner: int | None
+    frame_is_entry: int | None
     frame_localsplus: int
     code_size: int
     code_filename: int
     code_name: int
     code_firstlineno: int
     code_linetable: int
-    code_adaptive: Optional[int]
-    code_bytes: Optional[int]
-    code_nlocals: Optional[int]
+    code_adaptive: int | None
+    code_bytes: int | None
+    code_nlocals: int | None
     code_names: int
-    code_kinds: Optional[int]
+    code_kinds: int | None
     ob_type: int = 8
     tp_name: int = 24
     var_size: int = 16
@@ -92,11 +91,11 @@ class Layout:
         return self.minor >= 12 and owner >= 3
 
 
-_COMMON_311 = dict(
-    method="known layout", interpreters_head=40, interp_next=0, ts_next=8, ts_interp=16,
-    frame_size=80, frame_localsplus=72, code_filename=112, code_name=120, code_linetable=136,
-    code_bytes=None, code_nlocals=None, code_names=96, code_kinds=104,
-)
+_COMMON_311 = {
+    "method": "known layout", "interpreters_head": 40, "interp_next": 0, "ts_next": 8, "ts_interp": 16,
+    "frame_size": 80, "frame_localsplus": 72, "code_filename": 112, "code_name": 120, "code_linetable": 136,
+    "code_bytes": None, "code_nlocals": None, "code_names": 96, "code_kinds": 104,
+}
 
 #: 3.10.13: ``PyFrameObject`` chain, one eval loop per Python frame, ``CFrame`` on the C stack.
 PY310 = Layout(
@@ -129,21 +128,21 @@ KNOWN = {10: PY310, 11: PY311, 12: PY312}
 #: Word index (uint64) in ``_Py_DebugOffsets`` of each field we use, per minor (3.13: the
 #: installed 3.13.0 ``pycore_runtime.h``; 3.14: ``pycore_debug_offsets.h`` of v3.14.0).
 _DEBUG_FIELDS = {
-    13: dict(free_threaded=2, interpreters_head=5, interp_next=8, interp_threads_head=9,
-             ts_next=21, ts_interp=22, ts_frame=23, ts_thread_id=24, ts_native_thread_id=25,
-             frame_size=28, frame_previous=29, frame_code=30, frame_instr=31, frame_localsplus=32,
-             frame_owner=33, code_size=34, code_filename=35, code_name=36, code_linetable=38,
-             code_firstlineno=39, code_names=41, code_kinds=42, code_adaptive=43, ob_type=45,
-             tp_name=47, tuple_items=51, list_items=54, float_value=60, long_tag=62, long_digits=63,
-             bytes_data=66, unicode_state=68, unicode_length=69, unicode_ascii_size=70, words=73),
-    14: dict(free_threaded=2, interpreters_head=5, interp_next=8, interp_threads_head=9,
-             ts_next=24, ts_interp=25, ts_frame=26, ts_thread_id=27, ts_native_thread_id=28,
-             frame_size=31, frame_previous=32, frame_code=33, frame_instr=34, frame_localsplus=35,
-             frame_owner=36, code_size=39, code_filename=40, code_name=41, code_linetable=43,
-             code_firstlineno=44, code_names=46, code_kinds=47, code_adaptive=48, ob_type=51,
-             tp_name=53, tuple_items=57, list_items=60, set_used=63, float_value=70, long_tag=72,
-             long_digits=73, bytes_data=76, unicode_state=78, unicode_length=79, unicode_ascii_size=80,
-             words=95),
+    13: {"free_threaded": 2, "interpreters_head": 5, "interp_next": 8, "interp_threads_head": 9,
+             "ts_next": 21, "ts_interp": 22, "ts_frame": 23, "ts_thread_id": 24, "ts_native_thread_id": 25,
+             "frame_size": 28, "frame_previous": 29, "frame_code": 30, "frame_instr": 31, "frame_localsplus": 32,
+             "frame_owner": 33, "code_size": 34, "code_filename": 35, "code_name": 36, "code_linetable": 38,
+             "code_firstlineno": 39, "code_names": 41, "code_kinds": 42, "code_adaptive": 43, "ob_type": 45,
+             "tp_name": 47, "tuple_items": 51, "list_items": 54, "float_value": 60, "long_tag": 62, "long_digits": 63,
+             "bytes_data": 66, "unicode_state": 68, "unicode_length": 69, "unicode_ascii_size": 70, "words": 73},
+    14: {"free_threaded": 2, "interpreters_head": 5, "interp_next": 8, "interp_threads_head": 9,
+             "ts_next": 24, "ts_interp": 25, "ts_frame": 26, "ts_thread_id": 27, "ts_native_thread_id": 28,
+             "frame_size": 31, "frame_previous": 32, "frame_code": 33, "frame_instr": 34, "frame_localsplus": 35,
+             "frame_owner": 36, "code_size": 39, "code_filename": 40, "code_name": 41, "code_linetable": 43,
+             "code_firstlineno": 44, "code_names": 46, "code_kinds": 47, "code_adaptive": 48, "ob_type": 51,
+             "tp_name": 53, "tuple_items": 57, "list_items": 60, "set_used": 63, "float_value": 70, "long_tag": 72,
+             "long_digits": 73, "bytes_data": 76, "unicode_state": 78, "unicode_length": 79, "unicode_ascii_size": 80,
+             "words": 95},
 }
 _NOT_OFFSETS = ("free_threaded", "words")
 #: No sane offset inside one of these structs is this large (pystack clamps the same way).

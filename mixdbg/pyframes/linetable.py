@@ -9,21 +9,19 @@ stdlib modules per version (see the research notes). Standard library only.
 
 from __future__ import annotations
 
-from typing import Optional
-
 #: 3.10: a line delta of -128 marks a range with no line number.
 _NO_LINE_310 = -128
 #: 3.11+: location-entry codes.
 _ONE_LINE_FIRST, _NO_COLUMNS, _LONG, _NONE = 10, 13, 14, 15
 
 
-def line_310(table: bytes, first_line: int, offset: int) -> Optional[int]:
+def line_310(table: bytes, first_line: int, offset: int) -> int | None:
     """The line of the instruction at byte ``offset`` (3.10 ``co_linetable``)."""
     line, address = first_line, 0
     for index in range(0, len(table) - 1, 2):
         end = address + table[index]
         delta = table[index + 1] - 256 if table[index + 1] > 127 else table[index + 1]
-        range_line: Optional[int] = None
+        range_line: int | None = None
         if delta != _NO_LINE_310:
             line += delta
             range_line = line
@@ -50,7 +48,7 @@ def _svarint(table: bytes, index: int) -> tuple[int, int]:
     return (-(value >> 1) if value & 1 else value >> 1), index
 
 
-def line_location_table(table: bytes, first_line: int, unit: int) -> Optional[int]:
+def line_location_table(table: bytes, first_line: int, unit: int) -> int | None:
     """The line of the instruction at code unit ``unit`` (3.11+ location table).
 
     None where the table says the instruction has no line, or if the table ends first."""
@@ -60,7 +58,7 @@ def line_location_table(table: bytes, first_line: int, unit: int) -> Optional[in
         if not head & 0x80:
             return None  # not the start of an entry: a torn or foreign table
         code, length, index = (head >> 3) & 15, (head & 7) + 1, index + 1
-        range_line: Optional[int] = line
+        range_line: int | None = line
         if code == _NONE:
             range_line = None
         elif code in (_NO_COLUMNS, _LONG):

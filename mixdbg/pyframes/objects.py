@@ -10,7 +10,7 @@ field (``Include/cpython/unicodeobject.h``, default builds 3.10-3.14) is
 from __future__ import annotations
 
 import struct
-from typing import Callable, Dict, Optional
+from typing import Callable, Optional
 
 from mixdbg.memory import MemoryReadError, ReadMemory
 from mixdbg.pyframes.layouts import Layout
@@ -19,7 +19,7 @@ from mixdbg.pyframes.layouts import Layout
 Summary = Callable[[ReadMemory, int], Optional[str]]
 
 #: Summaries for types the reader does not know itself, by ``tp_name`` (e.g. ``"Tensor"``).
-SUMMARIES: Dict[str, Summary] = {}
+SUMMARIES: dict[str, Summary] = {}
 
 #: Longest name or file name accepted from a code object; longer means a torn read.
 MAX_NAME = 4096
@@ -71,7 +71,7 @@ class Objects:
     def __init__(self, read: ReadMemory, layout: Layout) -> None:
         self.read = read
         self.layout = layout
-        self._type_names: Dict[int, str] = {}
+        self._type_names: dict[int, str] = {}
 
     def type_name(self, address: int) -> str:
         """``tp_name`` of the object's type."""
@@ -114,7 +114,7 @@ class Objects:
         """A length field (``ob_size``, ``ma_used``, ``used``) of a container."""
         return signed(self.read(address + offset, 8), 0)
 
-    def integer(self, address: int) -> Optional[int]:
+    def integer(self, address: int) -> int | None:
         """An ``int``'s value if it has at most 3 digits (90 bits), else None."""
         lay = self.layout
         tag = signed(self.read(address + lay.long_tag, 8), 0)
@@ -125,7 +125,7 @@ class Objects:
         if count > 3:
             return None
         digits = struct.unpack(f"<{count}I", self.read(address + lay.long_digits, 4 * count)) if count else ()
-        return sign * sum(digit << (30 * index) for index, digit in enumerate(digits))
+        return sign * sum(int(digit) << (30 * index) for index, digit in enumerate(digits))
 
     def summary(self, address: int) -> str:
         """A short text for a local's value: the value for small built-ins, the type and

@@ -11,8 +11,8 @@ invented ones. Standard library only.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from mixdbg.memory import MemoryReadError, ReadMemory
 from mixdbg.pyframes import linetable
@@ -37,7 +37,7 @@ class PyFrame:
 
     function: str
     file: str
-    line: Optional[int]
+    line: int | None
     address: int
 
 
@@ -46,8 +46,8 @@ class Run:
     """The Python frames one eval-loop invocation runs, innermost first, and the address
     of that invocation's entry marker on the C stack (None when it is not known)."""
 
-    frames: Tuple[PyFrame, ...]
-    marker: Optional[int]
+    frames: tuple[PyFrame, ...]
+    marker: int | None
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,12 @@ class PyThread:
     why its chain ended early (None when it was read to the end)."""
 
     thread_id: int
-    native_id: Optional[int]
-    runs: Tuple[Run, ...]
-    problem: Optional[str]
+    native_id: int | None
+    runs: tuple[Run, ...]
+    problem: str | None
 
     @property
-    def frames(self) -> Tuple[PyFrame, ...]:
+    def frames(self) -> tuple[PyFrame, ...]:
         """Every Python frame of the thread, innermost first."""
         return tuple(frame for run in self.runs for frame in run.frames)
 
@@ -90,30 +90,30 @@ class Walker:
         self.layout = layout
         self.runtime = runtime
         self.objects = Objects(read, layout)
-        self._codes: Dict[int, Code] = {}
+        self._codes: dict[int, Code] = {}
         lay = layout
         self._ts_span = 8 + max(lay.ts_next, lay.ts_interp, lay.ts_frame, lay.ts_thread_id,
                                 lay.ts_native_thread_id or 0)
 
     # --- threads ----------------------------------------------------------------------
 
-    def threads(self) -> List[PyThread]:
+    def threads(self) -> list[PyThread]:
         """Every thread state of every interpreter, with its frames."""
         lay = self.layout
-        found: List[PyThread] = []
+        found: list[PyThread] = []
         interp = word(self.read(self.runtime + lay.interpreters_head, 8), 0)
-        seen = set()
+        seen: set[int] = set()
         while interp and interp not in seen and len(seen) < MAX_INTERPRETERS:
             seen.add(interp)
             found += self._interpreter_threads(interp)
             interp = word(self.read(interp + lay.interp_next, 8), 0)
         return found
 
-    def _interpreter_threads(self, interp: int) -> List[PyThread]:
+    def _interpreter_threads(self, interp: int) -> list[PyThread]:
         lay = self.layout
-        threads: List[PyThread] = []
+        threads: list[PyThread] = []
         tstate = word(self.read(interp + lay.interp_threads_head, 8), 0)
-        seen = set()
+        seen: set[int] = set()
         while tstate and tstate not in seen and len(seen) < MAX_THREADS:
             seen.add(tstate)
             head = self.read(tstate, self._ts_span)
@@ -126,7 +126,7 @@ class Walker:
     def _thread(self, tstate: int, head: bytes) -> PyThread:
         lay = self.layout
         native = word(head, lay.ts_native_thread_id) if lay.ts_native_thread_id is not None else None
-        runs: List[Run] = []
+        runs: list[Run] = []
         problem = None
         try:
             if lay.minor == 10:
@@ -145,7 +145,7 @@ class Walker:
 
     # --- frame chains -----------------------------------------------------------------
 
-    def _chain(self, start: int, next_offset: int, seen: Set[int]) -> Iterator[Tuple[int, bytes]]:
+    def _chain(self, start: int, next_offset: int, seen: set[int]) -> Iterator[tuple[int, bytes]]:
         """Yield ``(address, header)`` along a linked list of frames."""
         address = start
         while address:
@@ -163,10 +163,10 @@ class Walker:
             yield address, header
             address = word(header, next_offset)
 
-    def _runs_310(self, tstate: int, first: int, runs: List[Run]) -> None:
+    def _runs_310(self, tstate: int, first: int, runs: list[Run]) -> None:
         """3.10: one eval loop per frame; the k-th ``CFrame`` (C stack) is the k-th frame's."""
         lay = self.layout
-        frames: List[PyFrame] = []
+        frames: list[PyFrame] = []
         for address, header in self._chain(first, lay.frame_previous, set()):
             frame = self._frame(address, header)
             if frame is not None:
@@ -176,12 +176,12 @@ class Walker:
             markers = [None] * len(frames)  # type: ignore[list-item]
         runs.extend(Run((frame,), marker) for frame, marker in zip(frames, markers))
 
-    def _cframes(self, tstate: int) -> List[int]:
+    def _cframes(self, tstate: int) -> list[int]:
         """The ``CFrame`` chain, innermost first, without the thread state's root one
         (whose ``previous`` is garbage on 3.10)."""
         lay = self.layout
         root = tstate + (lay.ts_root_cframe or 0)
-        found: List[int] = []
+        found: list[int] = []
         cframe = word(self.read(tstate + (lay.ts_cframe or 0), 8), 0)
         while cframe and cframe != root and len(found) < MAX_FRAMES:
             if cframe in found:
@@ -190,19 +190,19 @@ class Walker:
             cframe = word(self.read(cframe + lay.cframe_previous, 8), 0)
         return found
 
-    def _runs_311(self, tstate: int, cframe: int, runs: List[Run]) -> None:
+    def _runs_311(self, tstate: int, cframe: int, runs: list[Run]) -> None:
         """3.11: each ``_PyCFrame`` (C stack) runs its ``current_frame`` down to the
         first frame marked ``is_entry``."""
         lay = self.layout
         root = tstate + (lay.ts_root_cframe or 0)
-        seen: Set[int] = set()
+        seen: set[int] = set()
         cframes = 0
         while cframe and cframe != root:
             cframes += 1
             if cframes > MAX_FRAMES:
                 raise Truncated("the CFrame chain does not end")
             current = word(self.read(cframe + lay.cframe_current_frame, 8), 0)
-            frames: List[PyFrame] = []
+            frames: list[PyFrame] = []
             for address, header in self._chain(current, lay.frame_previous, seen):
                 frame = self._frame(address, header)
                 if frame is not None:
@@ -212,10 +212,10 @@ class Walker:
             runs.append(Run(tuple(frames), cframe))
             cframe = word(self.read(cframe + lay.cframe_previous, 8), 0)
 
-    def _runs_by_shim(self, start: int, runs: List[Run]) -> None:
+    def _runs_by_shim(self, start: int, runs: list[Run]) -> None:
         """3.12+: a shim frame on the C stack ends the run of each eval loop."""
         lay = self.layout
-        frames: List[PyFrame] = []
+        frames: list[PyFrame] = []
         for address, header in self._chain(start, lay.frame_previous, set()):
             if lay.is_shim(header[lay.frame_owner or 0]):
                 runs.append(Run(tuple(frames), address))
@@ -229,7 +229,7 @@ class Walker:
 
     # --- one frame --------------------------------------------------------------------
 
-    def _frame(self, address: int, header: bytes) -> Optional[PyFrame]:
+    def _frame(self, address: int, header: bytes) -> PyFrame | None:
         """The frame at ``address``, or None for frames that are not the user's (3.14's
         base sentinel with no code; 3.13's ``__init__`` cleanup trampoline)."""
         lay = self.layout
@@ -246,7 +246,7 @@ class Walker:
             return None
         return PyFrame(function=code.name, file=code.file, line=line, address=address)
 
-    def _line(self, code: Code, header: bytes) -> Optional[int]:
+    def _line(self, code: Code, header: bytes) -> int | None:
         lay = self.layout
         if lay.minor == 10:
             lasti = int32(header, lay.frame_instr)
@@ -281,7 +281,7 @@ class Walker:
 
     # --- locals -----------------------------------------------------------------------
 
-    def locals(self, frame: int) -> List[Tuple[str, str]]:
+    def locals(self, frame: int) -> list[tuple[str, str]]:
         """``(name, summary)`` of a frame's local variables, in definition order."""
         lay = self.layout
         header = self.read(frame, lay.frame_size)
@@ -296,7 +296,7 @@ class Walker:
             names = names[:int32(head, lay.code_nlocals or 0)]
             kinds = bytes(len(names))
         values = struct.unpack(f"<{len(names)}Q", self.read(frame + lay.frame_localsplus, 8 * len(names)))
-        shown: List[Tuple[str, str]] = []
+        shown: list[tuple[str, str]] = []
         for name_address, kind, value in zip(names, kinds, values):
             if kind & KIND_HIDDEN:
                 continue
@@ -306,7 +306,7 @@ class Walker:
             shown.append((self.objects.string(name_address), self.objects.summary(value)))
         return shown
 
-    def _tuple(self, address: int) -> Tuple[int, ...]:
+    def _tuple(self, address: int) -> tuple[int, ...]:
         if self.objects.type_name(address) != "tuple":
             raise ObjectError(f"{address:#x} is not a tuple")
         size = self.objects.size(address, self.layout.var_size)
