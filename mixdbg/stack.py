@@ -9,15 +9,13 @@ mixdbg's own launch frames, and renders a stack for people.
 from __future__ import annotations
 
 import os
-import runpy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Python frames of mixdbg's launcher and of runpy sit below every user script; hide them.
-HIDDEN_PYTHON_FILES = frozenset({
-    os.path.realpath(Path(__file__).with_name("bootstrap.py")), os.path.realpath(runpy.__file__),
-})
+#: mixdbg's launcher sits below every user script it runs: its Python frames are hidden,
+#: and so are the debuggee's ``runpy`` frames the launcher called (whatever its Python).
+BOOTSTRAP = os.path.realpath(Path(__file__).with_name("bootstrap.py"))
 
 
 @dataclass(frozen=True)
@@ -71,8 +69,7 @@ def from_helper(data: dict[str, Any]) -> MixedStack:
         Frame(kind=str(raw["kind"]), function=str(raw["function"]), file=raw.get("file"),
               line=raw.get("line"), library=raw.get("library"),
               address=raw.get("address") if raw.get("kind") == "python" else None)
-        for raw in data.get("frames", [])
-        if not _hidden(raw)
+        for raw in _without_launcher(data.get("frames", []))
     )
     status = str(data.get("python", "unavailable"))
     if data.get("error"):
@@ -84,9 +81,22 @@ def from_helper(data: dict[str, Any]) -> MixedStack:
                       threads=threads)
 
 
-def _hidden(raw: dict[str, Any]) -> bool:
-    file = raw.get("file")
-    return raw.get("kind") == "python" and bool(file) and os.path.realpath(str(file)) in HIDDEN_PYTHON_FILES
+def _without_launcher(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The frames without the launcher's Python frames and the runpy frames between it and
+    the user's code (runpy is found by file name: the debuggee's Python is not ours)."""
+    kept: list[dict[str, Any]] = []
+    below_launcher = False
+    for raw in reversed(frames):  # outermost first
+        python = raw.get("kind") == "python"
+        file = str(raw.get("file") or "")
+        if python and os.path.realpath(file) == BOOTSTRAP:
+            below_launcher = True
+            continue
+        if python and below_launcher and Path(file).name == "runpy.py":
+            continue
+        below_launcher = below_launcher and not python
+        kept.append(raw)
+    return kept[::-1]
 
 
 def _is_interpreter_frame(frame: Frame) -> bool:
