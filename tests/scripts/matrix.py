@@ -3,12 +3,13 @@
 A second thread runs: main_chain -> <lambda> -> C (native_callback) -> callback_target
 -> Model.forward -> comprehension -> decorator wrapper -> decorated -> generator ->
 résumé_данные (a non-ASCII name) -> C (loop, crash or block, as argv[1] says), while the
-main thread waits in join(). Lines are found by the "# @name" markers, never by number.
+main thread waits in join() (the worker waits for that first). Lines are found by the "# @name" markers, never by number.
 """
 
 import functools
 import sys
 import threading
+import time
 
 import mixdbg_testext as ext
 
@@ -47,7 +48,17 @@ def callback_target():
     return Model().forward(1)  # @callback_target
 
 
+def main_thread_joins():
+    """Whether the main thread is inside worker.join() (so every stop sees it there)."""
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None and not (frame.f_code.co_name == "join" and frame.f_code.co_filename == threading.__file__):
+        frame = frame.f_back
+    return frame is not None
+
+
 def main_chain():
+    while not main_thread_joins():
+        time.sleep(0.01)
     f = lambda: ext.callback(callback_target)  # @lambda
     return f()  # @main_chain
 
