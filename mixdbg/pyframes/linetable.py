@@ -51,7 +51,15 @@ def _svarint(table: bytes, index: int) -> tuple[int, int]:
 def line_location_table(table: bytes, first_line: int, unit: int) -> int | None:
     """The line of the instruction at code unit ``unit`` (3.11+ location table).
 
-    None where the table says the instruction has no line, or if the table ends first."""
+    None where the table says the instruction has no line, or if the table ends first
+    (also in the middle of an entry: a torn read)."""
+    try:
+        return _location_line(table, first_line, unit)
+    except IndexError:
+        return None
+
+
+def _location_line(table: bytes, first_line: int, unit: int) -> int | None:
     line, address, index = first_line, 0, 0
     while index < len(table):
         head = table[index]

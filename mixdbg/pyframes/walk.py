@@ -136,7 +136,7 @@ class Walker:
             else:
                 start = word(head, lay.ts_frame)
                 if lay.minor == 12:  # through the _PyCFrame
-                    start = word(self.read(start, 8), lay.cframe_current_frame) if start else 0
+                    start = self._pointer(start + lay.cframe_current_frame) if start else 0
                 self._runs_by_shim(start, runs)
         except Truncated as err:
             problem = str(err)
@@ -144,6 +144,13 @@ class Walker:
                         problem=problem)
 
     # --- frame chains -----------------------------------------------------------------
+
+    def _pointer(self, address: int) -> int:
+        """A pointer on a thread's chain; unreadable ends the chain, not the whole read."""
+        try:
+            return word(self.read(address, 8), 0)
+        except MemoryReadError as err:
+            raise Truncated(f"unreadable frame link: {err}") from err
 
     def _chain(self, start: int, next_offset: int, seen: set[int]) -> Iterator[tuple[int, bytes]]:
         """Yield ``(address, header)`` along a linked list of frames."""
@@ -171,7 +178,10 @@ class Walker:
             frame = self._frame(address, header)
             if frame is not None:
                 frames.append(frame)
-        markers = self._cframes(tstate)
+        try:
+            markers = self._cframes(tstate)
+        except Truncated:
+            markers = []
         if len(markers) != len(frames):
             markers = [None] * len(frames)  # type: ignore[list-item]
         runs.extend(Run((frame,), marker) for frame, marker in zip(frames, markers))
@@ -182,12 +192,12 @@ class Walker:
         lay = self.layout
         root = tstate + (lay.ts_root_cframe or 0)
         found: list[int] = []
-        cframe = word(self.read(tstate + (lay.ts_cframe or 0), 8), 0)
+        cframe = self._pointer(tstate + (lay.ts_cframe or 0))
         while cframe and cframe != root and len(found) < MAX_FRAMES:
             if cframe in found:
                 raise Truncated(f"the CFrame chain loops at {cframe:#x}")
             found.append(cframe)
-            cframe = word(self.read(cframe + lay.cframe_previous, 8), 0)
+            cframe = self._pointer(cframe + lay.cframe_previous)
         return found
 
     def _runs_311(self, tstate: int, cframe: int, runs: list[Run]) -> None:
@@ -201,7 +211,7 @@ class Walker:
             cframes += 1
             if cframes > MAX_FRAMES:
                 raise Truncated("the CFrame chain does not end")
-            current = word(self.read(cframe + lay.cframe_current_frame, 8), 0)
+            current = self._pointer(cframe + lay.cframe_current_frame)
             frames: list[PyFrame] = []
             for address, header in self._chain(current, lay.frame_previous, seen):
                 frame = self._frame(address, header)
@@ -210,7 +220,7 @@ class Walker:
                 if header[lay.frame_is_entry or 0]:
                     break
             runs.append(Run(tuple(frames), cframe))
-            cframe = word(self.read(cframe + lay.cframe_previous, 8), 0)
+            cframe = self._pointer(cframe + lay.cframe_previous)
 
     def _runs_by_shim(self, start: int, runs: list[Run]) -> None:
         """3.12+: a shim frame on the C stack ends the run of each eval loop."""

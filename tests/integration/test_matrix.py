@@ -80,7 +80,7 @@ def check_threads(stop: dict[str, Any], script: str) -> None:
 
 
 def args_for(how: str, step_line: int) -> list[str]:
-    mode, spec, _ = STOPS[how]
+    _, spec, _ = STOPS[how]
     breaks = ["-b", spec.format(step=step_line)] if spec else []
     return ["run", "--json", "--port", "0", "--threads", *breaks]
 
