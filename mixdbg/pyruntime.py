@@ -71,6 +71,15 @@ def _symbols(path: str) -> tuple[dict[str, int], int, bool]:
         return values, first, elf["e_type"] == "ET_DYN"
 
 
+def exports_runtime(path: str) -> bool:
+    """Whether an executable or libpython exports ``_PyRuntime`` (what the frame reader
+    starts from)."""
+    try:
+        return "_PyRuntime" in _symbols(path)[0]
+    except (OSError, ELFError):
+        return False
+
+
 def _root(pid: int, path: str) -> str:
     """The mapped file as this process can open it (through the target's root, for
     processes in a chroot or container)."""
