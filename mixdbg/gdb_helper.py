@@ -100,12 +100,13 @@ def _owner(natives, marker):
     return None
 
 
-def _place(natives, runs):
+def _place(natives, runs, truncated):
     """Map native frame index -> the run it executes, and say how runs were placed.
 
     Runs are innermost first, like the native frames, so each run goes above the
     previous one's frame: on the frame holding its entry marker, else (unwinding lost
-    that frame) on the next frame named like the eval loop, else after every frame."""
+    that frame) on the next frame named like the eval loop, else after every frame;
+    when the native frames were cut at the maximum, the rest are beyond it."""
     owners, tail, last = {}, [], -1
     how = {"by C-stack address": 0, "by eval-loop name": 0, "at the end": 0}
     for run in runs:
@@ -117,6 +118,8 @@ def _place(natives, runs):
         else:
             loops = [i for i, (frame, _) in enumerate(natives) if i > last and frame["function"] == EVAL_LOOP]
             index, way = (loops[0], "by eval-loop name") if loops else (None, "at the end")
+        if index is None and truncated:
+            break
         how[way] += 1
         if index is None:
             tail.append(run)
@@ -150,7 +153,7 @@ def _mixed(max_frames, interpreter, threads):
     if isinstance(interpreter, str):
         return {"frames": [frame for frame, _ in natives], "python": interpreter, "truncated": truncated}
     runs, problems = _thread_runs(threads, gdb.selected_thread())
-    owners, tail, how = _place(natives, runs)
+    owners, tail, how = _place(natives, runs, truncated)
     frames = []
     for index, (native, _) in enumerate(natives):
         run = owners.get(index)
