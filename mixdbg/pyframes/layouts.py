@@ -57,7 +57,6 @@ class Layout:
     code_firstlineno: int
     code_linetable: int
     code_adaptive: int | None
-    code_bytes: int | None
     code_nlocals: int | None
     code_names: int
     code_kinds: int | None
@@ -65,7 +64,6 @@ class Layout:
     tp_name: int = 24
     var_size: int = 16
     tuple_items: int = 24
-    list_items: int = 24
     dict_used: int = 16
     set_used: int = 24
     float_value: int = 16
@@ -94,7 +92,7 @@ class Layout:
 _COMMON_311 = {
     "method": "known layout", "interpreters_head": 40, "interp_next": 0, "ts_next": 8, "ts_interp": 16,
     "frame_size": 80, "frame_localsplus": 72, "code_filename": 112, "code_name": 120, "code_linetable": 136,
-    "code_bytes": None, "code_nlocals": None, "code_names": 96, "code_kinds": 104,
+    "code_nlocals": None, "code_names": 96, "code_kinds": 104,
 }
 
 #: 3.10.13: ``PyFrameObject`` chain, one eval loop per Python frame, ``CFrame`` on the C stack.
@@ -104,7 +102,7 @@ PY310 = Layout(
     cframe_current_frame=0, cframe_previous=8, frame_size=112, frame_previous=24, frame_code=32,
     frame_instr=96, frame_owner=None, frame_is_entry=None, frame_localsplus=352, code_size=128,
     code_filename=104, code_name=112, code_firstlineno=40, code_linetable=120, code_adaptive=None,
-    code_bytes=48, code_nlocals=28, code_names=72, code_kinds=None,
+    code_nlocals=28, code_names=72, code_kinds=None,
 )
 
 #: 3.11.7 (and Debian 3.11.2): ``_PyCFrame`` chain, ``is_entry`` ends each eval loop's run.
@@ -129,20 +127,20 @@ KNOWN = {10: PY310, 11: PY311, 12: PY312}
 #: installed 3.13.0 ``pycore_runtime.h``; 3.14: ``pycore_debug_offsets.h`` of v3.14.0).
 _DEBUG_FIELDS = {
     13: {"free_threaded": 2, "interpreters_head": 5, "interp_next": 8, "interp_threads_head": 9,
-             "ts_next": 21, "ts_interp": 22, "ts_frame": 23, "ts_thread_id": 24, "ts_native_thread_id": 25,
-             "frame_size": 28, "frame_previous": 29, "frame_code": 30, "frame_instr": 31, "frame_localsplus": 32,
-             "frame_owner": 33, "code_size": 34, "code_filename": 35, "code_name": 36, "code_linetable": 38,
-             "code_firstlineno": 39, "code_names": 41, "code_kinds": 42, "code_adaptive": 43, "ob_type": 45,
-             "tp_name": 47, "tuple_items": 51, "list_items": 54, "float_value": 60, "long_tag": 62, "long_digits": 63,
-             "bytes_data": 66, "unicode_state": 68, "unicode_length": 69, "unicode_ascii_size": 70, "words": 73},
+         "ts_next": 21, "ts_interp": 22, "ts_frame": 23, "ts_thread_id": 24, "ts_native_thread_id": 25,
+         "frame_size": 28, "frame_previous": 29, "frame_code": 30, "frame_instr": 31, "frame_localsplus": 32,
+         "frame_owner": 33, "code_size": 34, "code_filename": 35, "code_name": 36, "code_linetable": 38,
+         "code_firstlineno": 39, "code_names": 41, "code_kinds": 42, "code_adaptive": 43, "ob_type": 45,
+         "tp_name": 47, "tuple_items": 51, "float_value": 60, "long_tag": 62, "long_digits": 63,
+         "bytes_data": 66, "unicode_state": 68, "unicode_length": 69, "unicode_ascii_size": 70, "words": 73},
     14: {"free_threaded": 2, "interpreters_head": 5, "interp_next": 8, "interp_threads_head": 9,
-             "ts_next": 24, "ts_interp": 25, "ts_frame": 26, "ts_thread_id": 27, "ts_native_thread_id": 28,
-             "frame_size": 31, "frame_previous": 32, "frame_code": 33, "frame_instr": 34, "frame_localsplus": 35,
-             "frame_owner": 36, "code_size": 39, "code_filename": 40, "code_name": 41, "code_linetable": 43,
-             "code_firstlineno": 44, "code_names": 46, "code_kinds": 47, "code_adaptive": 48, "ob_type": 51,
-             "tp_name": 53, "tuple_items": 57, "list_items": 60, "set_used": 63, "float_value": 70, "long_tag": 72,
-             "long_digits": 73, "bytes_data": 76, "unicode_state": 78, "unicode_length": 79, "unicode_ascii_size": 80,
-             "words": 95},
+         "ts_next": 24, "ts_interp": 25, "ts_frame": 26, "ts_thread_id": 27, "ts_native_thread_id": 28,
+         "frame_size": 31, "frame_previous": 32, "frame_code": 33, "frame_instr": 34, "frame_localsplus": 35,
+         "frame_owner": 36, "code_size": 39, "code_filename": 40, "code_name": 41, "code_linetable": 43,
+         "code_firstlineno": 44, "code_names": 46, "code_kinds": 47, "code_adaptive": 48, "ob_type": 51,
+         "tp_name": 53, "tuple_items": 57, "set_used": 63, "float_value": 70, "long_tag": 72,
+         "long_digits": 73, "bytes_data": 76, "unicode_state": 78, "unicode_length": 79, "unicode_ascii_size": 80,
+         "words": 95},
 }
 _NOT_OFFSETS = ("free_threaded", "words")
 #: No sane offset inside one of these structs is this large (pystack clamps the same way).
