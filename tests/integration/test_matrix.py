@@ -53,6 +53,9 @@ def check_stop(stop: dict[str, Any], minor: int, script: str, natives: list[str]
     # <lambda> -> C native_callback -> callback_target
     assert (index_of(frames, "python", "callback_target") < index_of(frames, "native", "native_callback")
             < index_of(frames, "python", "<lambda>"))
+    # each eval loop that runs them was replaced by its Python frames, none left over
+    chain = frames[:index_of(frames, "python", "main_chain") + 1]
+    assert not [f for f in chain if f["function"] == "_PyEval_EvalFrameDefault"]
     # and the thread's own Python frames (threading's, debugpy's) below all of it
     below = frames[index_of(frames, "python", "main_chain") + 1:]
     assert [Path(f["file"]).name for f in below if f["kind"] == "python"].count("threading.py") >= 2
