@@ -30,8 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mixdbg.memory import MemoryReadError
 from mixdbg.pyframes import Unsupported, open_interpreter
+from mixdbg.pyframes.placement import place
 
-EVAL_LOOP = "_PyEval_EvalFrameDefault"
 _CONFIG = {"error": "unavailable: mixdbg did not locate the interpreter"}
 
 
@@ -91,43 +91,6 @@ def _native_frames(max_frames):
     return natives, gdb_frame is not None
 
 
-def _owner(natives, marker):
-    """Index of the native frame whose stack range ``[sp_i, sp_i+1)`` holds ``marker``."""
-    for index in range(len(natives) - 1):
-        low, high = natives[index][1], natives[index + 1][1]
-        if low is not None and high is not None and low <= marker < high:
-            return index
-    return None
-
-
-def _place(natives, runs, truncated):
-    """Map native frame index -> the run it executes, and say how runs were placed.
-
-    Runs are innermost first, like the native frames, so each run goes above the
-    previous one's frame: on the frame holding its entry marker, else (unwinding lost
-    that frame) on the next frame named like the eval loop, else after every frame;
-    when the native frames were cut at the maximum, the rest are beyond it."""
-    owners, tail, last = {}, [], -1
-    how = {"by C-stack address": 0, "by eval-loop name": 0, "at the end": 0}
-    for run in runs:
-        index = _owner(natives, run.marker) if run.marker is not None else None
-        if tail:  # an earlier run is already at the end: so is every older one
-            index, way = None, "at the end"
-        elif index is not None and index > last:
-            way = "by C-stack address"
-        else:
-            loops = [i for i, (frame, _) in enumerate(natives) if i > last and frame["function"] == EVAL_LOOP]
-            index, way = (loops[0], "by eval-loop name") if loops else (None, "at the end")
-        if index is None and truncated:
-            break
-        how[way] += 1
-        if index is None:
-            tail.append(run)
-        else:
-            owners[index], last = run, index
-    return owners, tail, ", ".join(f"{n} {way}" for way, n in how.items() if n)
-
-
 def _thread_runs(threads, gdb_thread):
     """The runs of the thread states that belong to ``gdb_thread`` (matched by LWP, or by
     pthread_t on 3.10, which keeps no LWP)."""
@@ -153,7 +116,8 @@ def _mixed(max_frames, interpreter, threads):
     if isinstance(interpreter, str):
         return {"frames": [frame for frame, _ in natives], "python": interpreter, "truncated": truncated}
     runs, problems = _thread_runs(threads, gdb.selected_thread())
-    owners, tail, how = _place(natives, runs, truncated)
+    owners, tail, how = place([sp for _, sp in natives], [frame["function"] for frame, _ in natives], runs,
+                              truncated)
     frames = []
     for index, (native, _) in enumerate(natives):
         run = owners.get(index)
