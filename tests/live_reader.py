@@ -3,7 +3,8 @@
 Usage: ``python live_reader.py PYTHON SCRIPT``: starts ``PYTHON SCRIPT block``, waits for
 the script's "ready" line, stops it (SIGSTOP), reads every thread and the locals of the
 innermost frame of the thread whose frames include ``résumé_данные`` through
-``/proc/PID/mem``, prints one JSON document, and ends the process it started. A script
+``/proc/PID/mem`` (with a summary registered for the script's ``Model`` objects, as a
+tensor reader registers one for tensors), prints one JSON document, and ends the process it started. A script
 (not a test module) so that the same reading runs in the forky chroot too.
 """
 
@@ -18,7 +19,7 @@ import time
 from typing import Any
 
 from mixdbg.memory import ProcMemory
-from mixdbg.pyframes import Unsupported, open_interpreter
+from mixdbg.pyframes import Unsupported, open_interpreter, register_summary
 from mixdbg.pyruntime import find_runtime
 
 READY_TIMEOUT = 60.0
@@ -49,6 +50,7 @@ def _read(pid: int) -> dict[str, Any]:
 
 
 def main(python: str, script: str) -> None:
+    register_summary("Model", lambda read, address: "<a Model, by a registered summary>")
     target = subprocess.Popen([python, script, "block"], stdout=subprocess.PIPE, text=True)
     try:
         assert target.stdout is not None

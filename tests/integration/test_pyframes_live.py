@@ -27,7 +27,9 @@ pytestmark = pytest.mark.timeout(120)
 REPO = Path(__file__).resolve().parents[2]
 LIVE_READER = Path(__file__).resolve().parents[1] / "live_reader.py"
 EXPECTED_LOCALS = [("n", "1"), ("label", "'naïve'"), ("ratio", "0.5"), ("blob", "b'\\x00raw'"),
-                   ("pair", "tuple (len 2)")]
+                   ("pair", "tuple (len 2)"), ("flag", "True"), ("nothing", "None"), ("items", "list (len 3)"),
+                   ("table", "dict (len 1)"), ("tags", "set (len 2)"), ("model", "<a Model, by a registered summary>"),
+                   ("big", "int (large)"), ("neg", "-7")]
 
 
 def script_frames(thread: dict[str, Any], script: str) -> list[tuple[str, int]]:

@@ -24,7 +24,9 @@ def deco(fn):
 
 
 def résumé_данные(n):
-    label, ratio, blob, pair = "naïve", 0.5, b"\x00raw", (n, None)  # noqa: F841 - for 'locals'  # @locals
+    # Variables for 'locals' to show (unused otherwise).
+    label, ratio, blob, pair = "naïve", 0.5, b"\x00raw", (n, None)  # noqa: F841
+    flag, nothing, items, table, tags, model, big, neg = True, None, [1, 2, 3], {"a": 1}, {1, 2}, Model(), 2**100, -7  # noqa: F841
     if MODE == "block":
         print("ready", flush=True)
     return ext.loop(n) if MODE == "loop" else ext.crash(0) if MODE == "crash" else ext.block(60)  # @resume
