@@ -53,6 +53,22 @@ def _interpreter():
         return f"unavailable: {err}"
 
 
+def _python_threads():
+    """The interpreter and every thread's Python frames, or a status string and none.
+
+    A bug of the reader must not cost the user the stop: whatever it raises is reported
+    in the status, in one line, and the stop shows native frames."""
+    interpreter = _interpreter()
+    if isinstance(interpreter, str):
+        return interpreter, []
+    try:
+        return interpreter, interpreter.threads()
+    except Unsupported as err:
+        return f"unavailable: {err}", []
+    except Exception as err:  # noqa: BLE001 - see the docstring
+        return f"unavailable: the frame reader failed ({type(err).__name__}: {err})", []
+
+
 def _native_frame(gdb_frame):
     """Describe one native frame: function, source position when known, library."""
     pc = gdb_frame.pc()
@@ -133,13 +149,7 @@ def _mixed(max_frames, interpreter, threads):
 
 def mixed_stacks(max_frames, every_thread):
     """The selected thread's stack, plus every thread's (``threads``) when asked."""
-    interpreter = _interpreter()
-    threads = []
-    if not isinstance(interpreter, str):
-        try:
-            threads = interpreter.threads()
-        except Unsupported as err:
-            interpreter = f"unavailable: {err}"
+    interpreter, threads = _python_threads()
     result = _mixed(max_frames, interpreter, threads)
     if every_thread:
         selected, frame = gdb.selected_thread(), gdb.selected_frame()
