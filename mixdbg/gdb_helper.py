@@ -144,7 +144,7 @@ def _mixed(max_frames, interpreter, threads):
     status += f"; placed {how})" if how else ")"
     if problems:
         status = f"partial: {problems[0]}; {status}"
-    return {"frames": frames[:max_frames], "python": status, "truncated": truncated}
+    return {"frames": frames[:max_frames], "python": status, "truncated": truncated or len(frames) > max_frames}
 
 
 def mixed_stacks(max_frames, every_thread):
