@@ -124,6 +124,7 @@ class Session:
             found = pyruntime.find_runtime(pid)
             self.gdb.console(f"mixdbg-python {found.runtime:#x} {found.py_version:#x} {found.hint or '-'}")
         except NotFoundError as err:
+            self.emit(Notice("warning", f"stops will show native frames only: {err.message}"))
             self.gdb.console(f"mixdbg-python unavailable {err.message}")
 
     def add_breakpoint(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
@@ -461,4 +462,3 @@ class Session:
                 attach.ensure_running(self.pid)
                 if self._child is not None:
                     self._child.disown()
-
