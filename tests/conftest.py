@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -189,7 +190,9 @@ def raw_exchange(path: Path, payload: bytes, timeout: float = 10) -> dict[str, A
 FORKY_SCRIPT = Path(__file__).resolve().parents[2] / "shared" / "envs" / "forky"
 #: mixdbg's runtime dependencies, installed once into a venv inside the chroot.
 FORKY_DEPENDENCIES = ("debugpy>=1.8.22", "pygdbmi>=0.11", "psutil>=5.9", "jsonschema>=4", "pyelftools>=0.29")
-FORKY_VENV = "/opt/mixdbg-venv"
+#: One venv per checkout: test sessions of several worktrees run at once, and each must
+#: test its own mixdbg, not the one another session just reinstalled.
+FORKY_VENV = "/opt/mixdbg-venv-" + hashlib.sha1(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:10]
 
 
 @dataclass(frozen=True)
