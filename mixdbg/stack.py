@@ -143,10 +143,13 @@ def _short(function: str, limit: int = 100) -> str:
     return function if len(function) <= limit else function[: limit - 3] + "..."
 
 
-def format_threads(stack: MixedStack) -> list[str]:
-    """Render every thread's full stack (``bt all``), the stopped thread's first."""
+def format_threads(stack: MixedStack, besides: int | None = None) -> list[str]:
+    """Render every thread's full stack (``bt all``, ``--threads``), but thread ``besides``
+    (the stopped one, already shown)."""
     lines: list[str] = []
     for thread in stack.threads:
+        if thread.thread == besides:
+            continue
         name = f" {thread.name}" if thread.name else ""
         lines.append(f"thread {thread.thread} (LWP {thread.lwp}){name}:")
         lines.extend(format_stack(thread.stack, collapse_interpreter=False))

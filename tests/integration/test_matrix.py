@@ -120,3 +120,15 @@ def test_matrix_on_forky_python_314(forky: Forky, tmp_path: Path, how: str) -> N
     check_threads(stop, "/project/matrix.py")
     assert stop["python_frames"].startswith("ok (Python 3.14.")
     assert os.path.basename(stop["frames"][0]["library"]).startswith("mixdbg_testext")
+
+
+def test_threads_in_human_output(platforms: Platforms) -> None:
+    # Given the matrix script, run for people (no --json) with --threads
+    platform = platforms.get("pyenv-3.11")
+    result = run_mixdbg(["run", "--no-prompt", "--port", "0", "--threads", "-b", "native_step",
+                         str(MATRIX_SCRIPT), "loop"], env=platform.env())
+    # Then the stop shows its thread, then every other thread, the main one waiting in join()
+    assert result.returncode == 0, result.stderr[-2000:]
+    stop, _, others = result.stdout.partition("\nthread 1 (LWP ")
+    assert "[py] résumé_данные" in stop and "[py] résumé_данные" not in others
+    assert f"[py] <module>  {MATRIX_SCRIPT}:{script_line(MATRIX_SCRIPT, 'join')}" in others
