@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,10 @@ from conftest import (
     matrix_expected,
     script_line,
 )
+
+from mixdbg.memory import ProcMemory
+from mixdbg.pyframes import open_interpreter
+from mixdbg.pyruntime import find_runtime
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -92,3 +98,48 @@ def test_python_39_is_refused_in_one_line(platforms: Platforms, tmp_path: Path) 
                             env=env, capture_output=True, text=True, timeout=100, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"unsupported": "Python 3.9 is not supported (3.10 to 3.14 are)"}
+
+
+WARM_INIT = """\
+import sys, time
+
+class Thing:
+    def __init__(self, last):
+        if last:
+            print("ready", flush=True)
+            time.sleep(60)  # @sleep
+
+def build():
+    for i in range(300):
+        Thing(i == 299)  # @call
+
+build()  # @build
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label", ["pyenv-3.12", "pyenv-3.13", "stripped-3.13"])
+def test_warm_init_call_shows_no_cleanup_trampoline(platforms: Platforms, tmp_path: Path, label: str) -> None:
+    # Given __init__ called from a warmed-up call site (3.13 specialises it through an
+    # extra "__init__" cleanup frame with no line: CPython's own traceback shows it)
+    platform = platforms.get(label)
+    script = tmp_path / "warm.py"
+    script.write_text(WARM_INIT)
+    target = subprocess.Popen([str(platform.python), str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout is not None and target.stdout.readline().strip() == "ready"
+        time.sleep(0.2)
+        os.kill(target.pid, signal.SIGSTOP)
+        # When the reader reads it
+        found = find_runtime(target.pid)
+        with ProcMemory(target.pid) as memory:
+            threads = open_interpreter(memory, found.runtime, found.py_version or None, found.hint).threads()
+    finally:
+        target.kill()
+        os.kill(target.pid, signal.SIGCONT)
+        target.wait(30)
+    # Then the user's frames are shown, and only them
+    frames = [(f.function, f.line) for f in threads[0].frames if f.file == str(script)]
+    assert frames == [("__init__", script_line(script, "sleep")), ("build", script_line(script, "call")),
+                      ("<module>", script_line(script, "build"))]
+    assert [f for f in threads[0].frames if f.file != str(script)] == []
