@@ -4,8 +4,7 @@ A gdb (the one mixdbg uses, with mixdbg's own in-gdb commands sourced) runs a sc
 calls ``torch.add(x, y)`` N times, stopping at each call in the CPU kernel that
 ``op:aten::add.Tensor`` resolves to. At every stop it times, in the same process:
 
-* ``mixdbg-stack``: the mixed stack every stop builds anyway (the baseline; with the
-  interpreter's gdb script loaded, as mixdbg does);
+* ``mixdbg-stack``: the mixed stack every stop builds anyway (the baseline);
 * ``mixdbg-torch-args``: the three arguments (two tensors, a scalar) read from memory.
 
 It prints the median of each and their ratio. Timing inside gdb keeps the numbers free of
@@ -29,7 +28,6 @@ from pathlib import Path
 from mixdbg.gdbmi import find_gdb, gdb_environment
 from mixdbg.pytorch import catalogue, layout, ops
 from mixdbg.session import HELPER_SCRIPT, TORCH_GDB_COMMANDS
-from mixdbg.stack import interpreter_gdb_scripts
 
 SCRIPT = "import sys, torch\nx = torch.arange(6.).reshape(2, 3)\ny = torch.ones(2, 3)\n" \
          "for _ in range(int(sys.argv[1])):\n    torch.add(x, y)\n"
@@ -51,7 +49,7 @@ json.dump({"layout": settings["layout"], "names": ["self", "other", "alpha"]}, o
 stack, decode, answers = [], [], []
 while gdb.selected_inferior().pid:
     start = time.perf_counter()
-    gdb.execute(f"mixdbg-stack 128 {OUT}")
+    gdb.execute(f"mixdbg-stack 128 one {OUT}")
     middle = time.perf_counter()
     gdb.execute(f"mixdbg-torch-args {REQUEST}")
     stack.append(middle - start)
@@ -76,10 +74,8 @@ def main() -> int:
         script, driver = Path(directory, "adds.py"), Path(directory, "driver.py")
         script.write_text(SCRIPT)
         driver.write_text("".join(f"{name.upper()} = {str(path)!r}\n" for name, path in paths.items()) + IN_GDB)
-        libpython = [f"source {path}" for path in interpreter_gdb_scripts(os.path.realpath(sys.executable))]
         done = subprocess.run(
             [find_gdb(), "-nx", "-batch", "-ex", "set breakpoint pending on", "-ex", f"source {HELPER_SCRIPT}",
-             *[arg for command in libpython for arg in ("-ex", command)],
              "-ex", f"source {TORCH_GDB_COMMANDS}", "-x", str(driver), "--args", sys.executable, str(script),
              str(calls)], env=gdb_environment(), capture_output=True, text=True, timeout=900, check=False)
         if not paths["result"].exists():

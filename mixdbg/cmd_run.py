@@ -113,6 +113,8 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gdb", default=None, help="gdb executable (default: $MIXDBG_GDB or gdb)")
     parser.add_argument("--max-frames", type=argtypes.positive_number, default=128,
                         help="frames per stack (default 128)")
+    parser.add_argument("--threads", action="store_true",
+                        help="with each stop, every thread's stack too (JSON: 'threads' in 'stopped')")
 
 
 def _target(args: argparse.Namespace) -> attach.Target:
@@ -244,7 +246,7 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
     out of the block."""
     interactive = _interactive(args)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames,
-                      python=python)
+                      all_threads=args.threads, python=python)
     session.pid = pid  # known before the attach: operator specs find the torch it loaded
     with _on_signals(_session_signals(session, interactive)):
         try:

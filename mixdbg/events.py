@@ -61,11 +61,13 @@ class Stopped:
     arguments: list[dict[str, Any]] | None = None  # the innermost frame's, when decoded
 
     def to_json(self) -> dict[str, Any]:
-        """JSON form."""
+        """JSON form (``threads`` only when every thread's stack was asked for)."""
         body = {"event": "stopped", "reason": self.reason, "breakpoint": self.breakpoint,
                 "signal": self.signal, "thread": self.thread,
                 "frames": [frame.to_json() for frame in self.stack.frames],
                 "python_frames": self.stack.python_status}
+        if self.stack.threads:
+            body["threads"] = [thread.to_json() for thread in self.stack.threads]
         if self.op is not None:
             body["op"] = self.op
         if self.arguments is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, SessionStarted, Stopped
 from mixdbg.pytorch.views import argument_lines
-from mixdbg.stack import format_stack
+from mixdbg.stack import format_stack, format_threads
 
 
 class Output:
@@ -79,7 +79,8 @@ def human(event: Event) -> list[str]:
     if isinstance(event, BreakpointChanged):
         return [_breakpoint_line(event.body, event.deleted)]
     if isinstance(event, Stopped):
-        return ["", _stop_header(event), *argument_lines(event.arguments or []), *format_stack(event.stack)]
+        return ["", _stop_header(event), *argument_lines(event.arguments or []), *format_stack(event.stack),
+                *format_threads(event.stack, event.thread)]
     if isinstance(event, Exited):
         how = f"exited with code {event.code}" if event.signal is None else f"was killed by {event.signal}"
         return [f"mixdbg: the debuggee {how}"]

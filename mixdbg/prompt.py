@@ -18,11 +18,13 @@ from mixdbg.output import Output
 from mixdbg.pytorch.tensors import describe
 from mixdbg.pytorch.views import argument_lines
 from mixdbg.session import Session
-from mixdbg.stack import format_stack
+from mixdbg.stack import format_stack, format_threads
 
 HELP = """\
   c, continue        let the debuggee run
   bt, backtrace      the full mixed stack of the stopped thread
+  bt all             every thread's mixed stack
+  locals [N]         the locals of Python frame #N (default: the innermost one)
   p, print EXPR      evaluate a C/C++ expression in the stopped frame (never calls functions
                      where gdb cannot do so safely: see 'mixdbg doctor')
   args               the innermost frame's tensor/list/scalar arguments (memory only)
@@ -84,8 +86,12 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
         raise UsageError("the debuggee is running (Ctrl-C interrupts it)")
     elif verb in ("c", "continue"):
         session.resume()
+    elif verb in ("bt", "backtrace") and rest == "all":
+        print("\n".join(format_threads(session.mixed_stack(all_threads=True))), flush=True)
     elif verb in ("bt", "backtrace"):
         print("\n".join(format_stack(session.mixed_stack(), collapse_interpreter=False)), flush=True)
+    elif verb == "locals":
+        _locals(session, rest)
     elif verb in ("p", "print"):
         if not rest:
             raise UsageError("print what? (p EXPR)")
@@ -108,6 +114,14 @@ def _break(session: Session, text: str) -> None:
             print(f"did you mean: {', '.join(close)}?", flush=True)
 
 
+def _locals(session: Session, text: str) -> None:
+    """Print a Python frame's locals, one ``name = value`` a line."""
+    number, variables = session.python_locals(_number(text, "frame") if text else None)
+    print(f"  locals of frame #{number}:" if variables else f"  frame #{number} has no locals", flush=True)
+    for name, value in variables:
+        print(f"    {name} = {value}", flush=True)
+
+
 def _args(session: Session) -> None:
     """Print the innermost frame's arguments, decoded from registers and memory."""
     op = session.last_stop.op if session.last_stop is not None else None
@@ -128,7 +142,7 @@ def _tensor(session: Session, text: str) -> None:
     print(describe(found["tensor"]) if "tensor" in found else found["error"], flush=True)
 
 
-def _number(text: str) -> int:
+def _number(text: str, what: str = "breakpoint") -> int:
     if not text.isdigit():
-        raise UsageError(f"expected a breakpoint number, got {text!r}")
+        raise UsageError(f"expected a {what} number, got {text!r}")
     return int(text)

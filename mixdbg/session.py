@@ -24,10 +24,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from mixdbg import attach, calls, ptrace, stack, symbols
+from mixdbg import attach, calls, ptrace, pyruntime, stack, symbols
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
-from mixdbg.errors import DebuggerError, GdbExitedError, GdbTimeoutError, MixdbgError, UsageError
+from mixdbg.errors import (
+    DebuggerError,
+    GdbExitedError,
+    GdbTimeoutError,
+    MixdbgError,
+    NotFoundError,
+    UsageError,
+)
 from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import (
     COMMAND_TIMEOUT,
@@ -68,13 +75,16 @@ class Session:
 
     ``emit`` receives every event. With ``auto_continue`` each stop is reported and the
     debuggee resumed at once; otherwise it stays stopped until an action resumes it.
+    ``all_threads`` adds every thread's stack to each stop.
     """
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
-                 gdb: str | None = None, max_frames: int = 128, python: str | None = None) -> None:
+                 gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
+                 python: str | None = None) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.max_frames = max_frames
+        self.all_threads = all_threads
         self.queue: queue.SimpleQueue[QueueItem] = queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
         self.breakpoints: dict[int, Breakpoint] = {}
@@ -137,20 +147,17 @@ class Session:
             self.resume()
             self.gdb.command("-gdb-set auto-solib-add on")
             self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
-        self._load_interpreter_script(pid)
+        self._locate_python(pid)
 
-    def _load_interpreter_script(self, pid: int) -> None:
-        """Source the interpreter's own gdb script so stops can show Python frames."""
-        executable = os.path.realpath(f"/proc/{pid}/exe")
-        scripts = stack.interpreter_gdb_scripts(executable, _libpython_paths(pid))
-        if not scripts:
-            self.emit(Notice("warning", f"no gdb script found for {executable}: stops will show "
-                                        "native frames only (see 'mixdbg doctor')"))
-            return
+    def _locate_python(self, pid: int) -> None:
+        """Tell gdb's helper where the debuggee's ``_PyRuntime`` is (stops read its Python
+        frames from memory there), or why it is not known."""
         try:
-            self.gdb.console(f"source {scripts[0]}")
-        except GdbCommandError as err:
-            self.emit(Notice("warning", f"could not load {scripts[0]}: {err.gdb_message}"))
+            found = pyruntime.find_runtime(pid)
+            self.gdb.console(f"mixdbg-python {found.runtime:#x} {found.py_version:#x} {found.hint or '-'}")
+        except NotFoundError as err:
+            self.emit(Notice("warning", f"stops will show native frames only: {err.message}"))
+            self.gdb.console(f"mixdbg-python unavailable {err.message}")
 
     def add_breakpoint(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
         """Create a breakpoint (pending until a library defines it) and report it, now or
@@ -399,7 +406,7 @@ class Session:
     def _report(self, reason: str, breakpoint: int | None, signal_name: str | None,
                 payload: dict[str, Any], op: str | None = None) -> None:
         thread = payload.get("thread-id")
-        stack_now = self.mixed_stack()
+        stack_now = self.mixed_stack(self.all_threads)
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=int(thread) if thread and str(thread).isdigit() else None,
                           stack=stack_now, op=op, arguments=self.native_arguments(stack_now, op))
@@ -408,17 +415,37 @@ class Session:
         if self.auto_continue:
             self.resume()
 
-    def mixed_stack(self) -> stack.MixedStack:
-        """The selected thread's mixed Python + native stack (the debuggee must be stopped)."""
-        fd, name = tempfile.mkstemp(prefix="mixdbg-stack-", suffix=".json")
+    def mixed_stack(self, all_threads: bool = False) -> stack.MixedStack:
+        """The selected thread's mixed Python + native stack, and with ``all_threads``
+        every thread's (the debuggee must be stopped)."""
+        which = "all" if all_threads else "one"
+        return stack.from_helper(self._helper(f"mixdbg-stack {self.max_frames} {which}"))
+
+    def python_locals(self, index: int | None) -> tuple[int, list[tuple[str, str]]]:
+        """The locals of Python frame ``#index`` of the stopped thread (the innermost
+        Python frame when None): the frame's index, and ``(name, short value)`` pairs."""
+        if self.state != "stopped":
+            raise UsageError("the debuggee is running; locals need it stopped")
+        try:
+            number, frame = stack.python_frame(self.mixed_stack(), index)
+        except LookupError as err:
+            raise UsageError(str(err)) from err
+        data = self._helper(f"mixdbg-locals {frame.address}")
+        if "error" in data:
+            raise DebuggerError(f"locals of frame #{number}: {data['error']}")
+        return number, [(str(name), str(value)) for name, value in data["locals"]]
+
+    def _helper(self, command: str) -> dict[str, Any]:
+        """Run a command of ``gdb_helper.py``; return the JSON document it wrote."""
+        fd, name = tempfile.mkstemp(prefix="mixdbg-helper-", suffix=".json")
         os.close(fd)
         try:
             # The path last: the helper takes the rest of the line, spaces included.
-            self.gdb.console(f"mixdbg-stack {self.max_frames} {name}", SLOW_COMMAND_TIMEOUT)
+            self.gdb.console(f"{command} {name}", SLOW_COMMAND_TIMEOUT)
             data: dict[str, Any] = json.loads(Path(name).read_text())
         finally:
             os.unlink(name)
-        return stack.from_helper(data)
+        return data
 
     def native_arguments(self, stack_now: stack.MixedStack, op: str | None = None) -> list[dict[str, Any]] | None:
         """The innermost frame's tensor, list and scalar arguments, read from registers and
@@ -593,14 +620,3 @@ def _reported_state(breakpoint: Breakpoint) -> object:
     if breakpoint.targets:
         return breakpoint.resolution
     return breakpoint.to_json(), breakpoint.invalid_condition
-
-
-def _libpython_paths(pid: int) -> list[str]:
-    """Paths of libpython mapped into the process (for a shared-library interpreter)."""
-    try:
-        maps = Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return []
-    found = {line.split()[-1] for line in maps.splitlines() if "/libpython" in line}
-    return sorted(found)
-

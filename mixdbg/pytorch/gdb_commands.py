@@ -21,8 +21,10 @@ from typing import Any
 
 import gdb  # type: ignore[import-untyped]
 
-# mixdbg's own stdlib-only readers; appended, so that gdb's own modules are found first.
-sys.path.append(str(Path(__file__).resolve().parents[2]))
+# mixdbg's own stdlib-only readers (gdb_helper.py, sourced first, already puts them on the path).
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+if _PACKAGE_PARENT not in sys.path:
+    sys.path.append(_PACKAGE_PARENT)
 from mixdbg.memory import MemoryReadError
 from mixdbg.pytorch import arguments, tensors
 
