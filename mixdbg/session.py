@@ -430,6 +430,8 @@ class Session:
             number, frame = stack.python_frame(self.mixed_stack(), index)
         except LookupError as err:
             raise UsageError(str(err)) from err
+        if self.pid is not None:
+            self.torch_views.summarise_python_tensors(self.pid, views.interpreter(self.pid, self.python))
         data = self._helper(f"mixdbg-locals {frame.address}")
         if "error" in data:
             raise DebuggerError(f"locals of frame #{number}: {data['error']}")

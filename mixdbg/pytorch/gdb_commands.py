@@ -4,7 +4,9 @@
 registers and memory at its entry (``arguments.py``). REQUEST:
 ``{"layout": ..., "names": [...] or null, "returns": "at::Tensor" or null}``.
 ``mixdbg-tensor ADDRESS REQUEST``: the tensor at ADDRESS (a ``TensorImpl`` or an
-``at::Tensor``). Neither calls a function in the debuggee: they read memory and registers.
+``at::Tensor``). ``mixdbg-torch-summaries REQUEST``: from now on, ``locals`` (gdb_helper.py)
+shows ``torch.Tensor`` values with the same summary. None calls a function in the
+debuggee: they read memory and registers.
 
 Each command reads a JSON request file and writes ``answer.json`` beside it (JsonCommand).
 
@@ -26,6 +28,7 @@ _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 if _PACKAGE_PARENT not in sys.path:
     sys.path.append(_PACKAGE_PARENT)
 from mixdbg.memory import MemoryReadError
+from mixdbg.pyframes.objects import register_summary
 from mixdbg.pytorch import arguments, tensors
 
 _OFFSET = re.compile(r" \+ (\d+) in section ")
@@ -131,5 +134,23 @@ class MixdbgTensor(JsonCommand):
         return tensor_at(int(words[0], 0), request["layout"])
 
 
+class MixdbgTorchSummaries(JsonCommand):
+    """mixdbg-torch-summaries REQUEST: summarise torch tensors among Python locals."""
+
+    def answer(self, words: list[str], request: Any) -> Any:
+        layout = request["layout"]
+
+        def summary(read: Any, address: int) -> str:
+            try:
+                return "tensor " + tensors.describe(tensors.summarize_python_tensor(read, address, layout))
+            except tensors.TensorUnreadable as err:
+                return f"Tensor <not decoded: {err}>"
+
+        for type_name in ("Tensor", "Parameter"):  # torch.Tensor's and nn.Parameter's tp_name
+            register_summary(type_name, summary)
+        return {"registered": True}
+
+
 MixdbgTorchArgs("mixdbg-torch-args")
+MixdbgTorchSummaries("mixdbg-torch-summaries")
 MixdbgTensor("mixdbg-tensor")

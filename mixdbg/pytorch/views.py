@@ -37,6 +37,7 @@ class TorchViews:
         self._layout: dict[str, Any] | None = None
         self._problem: str | None = None
         self._headers: dict[str, list[headers.Declaration]] | None = None
+        self._summarising = False
 
     def layout(self, pid: int, python: str) -> dict[str, Any] | None:
         """The debuggee's tensor layout, or None (``problem`` says why)."""
@@ -72,6 +73,15 @@ class TorchViews:
             return [{"error": why if why.startswith("not decoded") else f"not decoded: {why}"}]
         decoded: list[dict[str, Any]] = answer["arguments"]
         return decoded
+
+    def summarise_python_tensors(self, pid: int, python: str) -> None:
+        """Once torch is loaded: let Python ``locals`` show tensors (dtype, shape, values)."""
+        if self._summarising:
+            return
+        found = self.layout(pid, python)
+        if found is not None:
+            ask_gdb(self.gdb, "mixdbg-torch-summaries", {"layout": found})
+            self._summarising = True
 
     def _declaration(self, pid: int, function: str) -> headers.Declaration | None:
         """The header declaration of an ``at::native::`` function (return type, names)."""

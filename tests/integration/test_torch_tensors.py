@@ -140,3 +140,33 @@ def test_a_plain_function_stop_takes_names_and_return_type_from_the_headers(torc
         arguments = {arg["name"]: arg for arg in stop["arguments"]}
         assert arguments["size"]["value"] == [2, 3], stop["arguments"]
         assert arguments["size"]["type"] == "c10::ArrayRef<long>"
+
+
+IN_A_FUNCTION = """\
+import torch
+
+def f():
+    x = torch.arange(6.).reshape(2, 3)
+    n = 3
+    return torch.add(x.t(), n)
+
+f()
+"""
+
+
+def test_python_locals_show_tensors(torch_installed: None, tmp_path: Path) -> None:
+    # Given a stop in aten::add called from a Python function with a tensor local
+    script = tmp_path / "locals.py"
+    script.write_text(IN_A_FUNCTION)
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    with mixdbg_at_terminal(["run", "--port", "0", "-b", "op:aten::add.Tensor", str(script)], env) as child:
+        child.expect("operator aten::add.Tensor")
+        child.expect_exact("(mixdbg) ")
+        # When the user asks for the innermost Python frame's locals
+        child.sendline("locals")
+        # Then the tensor is summarised from memory like a native argument, the int as before
+        child.expect(r"x = tensor float32\[2, 3\] cpu strides \[3, 1\] = \[\[0\., 1\., 2\.\], \[3\., 4\., 5\.\]\]")
+        child.expect(r"n = 3\r\n")
+        child.sendline("delete 1")
+        continue_to_exit(child)
