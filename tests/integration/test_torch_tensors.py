@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 from conftest import MixdbgRun, continue_to_exit, mixdbg_at_terminal, run_mixdbg
 
@@ -35,12 +38,30 @@ def run_cases(tmp_path: Path, python: str | None = None) -> MixdbgRun:
     """Run CASES with a breakpoint on aten::add.Tensor, function calls forced off."""
     script = tmp_path / "cases.py"
     script.write_text(CASES)
-    env = dict(os.environ)
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    env = cache_env(tmp_path)
     env[calls.OVERRIDE_VARIABLE] = "off"
     extra = ["--python", python] if python else []
     return run_mixdbg(["run", "--json", "--port", "0", *extra, "-b", "op:aten::add.Tensor", str(script)],
                       env=env, timeout=230)
+
+
+@contextmanager
+def at_first_add(tmp_path: Path, source: str) -> Iterator[pexpect.spawn]:
+    """``source`` run at a terminal, stopped at its first aten::add.Tensor, at the prompt."""
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    with mixdbg_at_terminal(["run", "--port", "0", "-b", "op:aten::add.Tensor", str(script)],
+                            cache_env(tmp_path)) as child:
+        child.expect("operator aten::add.Tensor")
+        child.expect_exact("(mixdbg) ")
+        yield child
+
+
+def cache_env(tmp_path: Path) -> dict[str, str]:
+    """This environment with a cache directory of the test's own (kernels, tensor layout)."""
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    return env
 
 
 def tensors_of(stop: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -75,8 +96,7 @@ def test_tensor_arguments_at_add(torch_installed: None, tmp_path: Path) -> None:
 
 
 def test_randn_shows_its_size(torch_installed: None, tmp_path: Path) -> None:
-    env = dict(os.environ)
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    env = cache_env(tmp_path)
     result = run_mixdbg(["run", "--json", "--port", "0", "-b", "op:aten::randn", str(EXAMPLE)], env=env, timeout=230)
     assert result.returncode == 0, result.stderr[-2000:]
     (stop,) = result.of("stopped")
@@ -102,13 +122,7 @@ def test_the_same_in_a_fresh_venv_with_the_torch_wheel(torch_installed: None, tm
 
 def test_prompt_args_and_tensor_address(torch_installed: None, tmp_path: Path) -> None:
     # Given the first stop of the cases at the prompt
-    script = tmp_path / "cases.py"
-    script.write_text(CASES)
-    env = dict(os.environ)
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    with mixdbg_at_terminal(["run", "--port", "0", "-b", "op:aten::add.Tensor", str(script)], env) as child:
-        child.expect("operator aten::add.Tensor")
-        child.expect_exact("(mixdbg) ")
+    with at_first_add(tmp_path, CASES) as child:
         # When the user asks for the arguments
         child.sendline("args")
         # Then each is one line, read from memory
@@ -129,8 +143,7 @@ def test_prompt_args_and_tensor_address(torch_installed: None, tmp_path: Path) -
 
 def test_a_plain_function_stop_takes_names_and_return_type_from_the_headers(torch_installed: None,
                                                                             tmp_path: Path) -> None:
-    env = dict(os.environ)
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    env = cache_env(tmp_path)
     result = run_mixdbg(["run", "--json", "--port", "0", "-b", "at::native::randn", str(EXAMPLE)], env=env,
                         timeout=230)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -156,13 +169,7 @@ f()
 
 def test_python_locals_show_tensors(torch_installed: None, tmp_path: Path) -> None:
     # Given a stop in aten::add called from a Python function with a tensor local
-    script = tmp_path / "locals.py"
-    script.write_text(IN_A_FUNCTION)
-    env = dict(os.environ)
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    with mixdbg_at_terminal(["run", "--port", "0", "-b", "op:aten::add.Tensor", str(script)], env) as child:
-        child.expect("operator aten::add.Tensor")
-        child.expect_exact("(mixdbg) ")
+    with at_first_add(tmp_path, IN_A_FUNCTION) as child:
         # When the user asks for the innermost Python frame's locals
         child.sendline("locals")
         # Then the tensor is summarised from memory like a native argument, the int as before
