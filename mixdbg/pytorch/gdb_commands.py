@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import gdb  # type: ignore[import-untyped]
+import gdb  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
 # mixdbg's own stdlib-only readers (gdb_helper.py, sourced first, already puts them on the path).
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
