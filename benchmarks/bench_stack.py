@@ -73,9 +73,10 @@ def timed(setup, repeat, out):
     return statistics.median(times) * 1000, stack
 
 repeat, out, hint = int(REPEAT), OUT, HINT
-located = "mixdbg-python %#x %#x %s" % (address("_PyRuntime"), address("Py_Version"), hint)
+pid = gdb.selected_inferior().pid
+located = "mixdbg-python %d %#x %#x %s" % (pid, address("_PyRuntime"), address("Py_Version"), hint)
 mixed_ms, mixed = timed(located, repeat, out)
-native_ms, native = timed("mixdbg-python unavailable benchmark", repeat, out)
+native_ms, native = timed("mixdbg-python %d unavailable benchmark" % pid, repeat, out)
 python = [f for f in mixed["frames"] if f["kind"] == "python"]
 print("MIXDBG-BENCH " + json.dumps({"mixed_ms": mixed_ms, "native_ms": native_ms, "status": mixed["python"],
                                    "python_frames": len(python), "frames": len(mixed["frames"]),

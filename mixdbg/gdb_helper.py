@@ -4,9 +4,11 @@ Commands (each writes one JSON document to OUTFILE, the rest of the line, so it 
 contain spaces; a file keeps the answer out of MI's stream records and works on every
 gdb with Python):
 
-- ``mixdbg-python RUNTIME PY_VERSION HINT`` / ``mixdbg-python unavailable REASON``: where
-  the debuggee's ``_PyRuntime`` (and ``Py_Version``, 0 if none) is, and its ``3.X``
+- ``mixdbg-python PID RUNTIME PY_VERSION HINT`` / ``mixdbg-python PID unavailable REASON``:
+  where process PID's ``_PyRuntime`` (and ``Py_Version``, 0 if none) is, and its ``3.X``
   version (``-`` if unknown), as the outer process found them (``mixdbg.pyruntime``).
+  Kept per process: gdb may hold several (followed children), and an exec'd one has its
+  interpreter at other addresses.
 - ``mixdbg-stack MAX_FRAMES all|one OUTFILE``: the selected thread's mixed stack, and
   with ``all`` every thread's. Each native frame that runs Python frames (the eval
   loop, found as the frame whose C stack holds the run's entry marker, so it works
@@ -32,7 +34,8 @@ from mixdbg.memory import MemoryReadError
 from mixdbg.pyframes import Unsupported, open_interpreter
 from mixdbg.pyframes.placement import place
 
-_CONFIG = {"error": "unavailable: mixdbg did not locate the interpreter"}
+#: Per process (PID): where its interpreter is, or {"error": why its frames are unavailable}.
+_INTERPRETERS = {}
 
 
 def _read(address, size):
@@ -45,10 +48,13 @@ def _read(address, size):
 
 def _interpreter():
     """The stopped interpreter, or a status string saying why its frames are unavailable."""
-    if "error" in _CONFIG:
-        return _CONFIG["error"]
+    config = _INTERPRETERS.get(gdb.selected_inferior().pid)
+    if config is None:
+        return "unavailable: mixdbg did not locate the interpreter"
+    if "error" in config:
+        return config["error"]
     try:
-        return open_interpreter(_read, _CONFIG["runtime"], _CONFIG["py_version"] or None, _CONFIG["hint"])
+        return open_interpreter(_read, config["runtime"], config["py_version"] or None, config["hint"])
     except Unsupported as err:
         return f"unavailable: {err}"
 
@@ -172,19 +178,19 @@ def _write(path, document):
 
 
 class MixdbgPython(gdb.Command):
-    """mixdbg-python RUNTIME PY_VERSION HINT | unavailable REASON: where the interpreter is."""
+    """mixdbg-python PID RUNTIME PY_VERSION HINT | PID unavailable REASON: where PID's interpreter is."""
 
     def __init__(self):
         super().__init__("mixdbg-python", gdb.COMMAND_DATA)
 
     def invoke(self, argument, from_tty):
-        first, _, rest = argument.strip().partition(" ")
-        _CONFIG.clear()
+        pid, first, rest = argument.strip().split(" ", 2)
         if first == "unavailable":
-            _CONFIG["error"] = f"unavailable: {rest}"
+            _INTERPRETERS[int(pid)] = {"error": f"unavailable: {rest}"}
             return
         py_version, hint = rest.split()
-        _CONFIG.update(runtime=int(first, 0), py_version=int(py_version, 0), hint=None if hint == "-" else hint)
+        _INTERPRETERS[int(pid)] = {"runtime": int(first, 0), "py_version": int(py_version, 0),
+                                   "hint": None if hint == "-" else hint}
 
 
 class MixdbgStack(gdb.Command):

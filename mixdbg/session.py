@@ -154,10 +154,10 @@ class Session:
         frames from memory there), or why it is not known."""
         try:
             found = pyruntime.find_runtime(pid)
-            self.gdb.console(f"mixdbg-python {found.runtime:#x} {found.py_version:#x} {found.hint or '-'}")
+            self.gdb.console(f"mixdbg-python {pid} {found.runtime:#x} {found.py_version:#x} {found.hint or '-'}")
         except NotFoundError as err:
             self.emit(Notice("warning", f"stops will show native frames only: {err.message}"))
-            self.gdb.console(f"mixdbg-python unavailable {err.message}")
+            self.gdb.console(f"mixdbg-python {pid} unavailable {err.message}")
 
     def add_breakpoint(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
         """Create a breakpoint (pending until a library defines it) and report it, now or
