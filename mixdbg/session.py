@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import queue
-import re
 import signal
 import subprocess
 import tempfile
@@ -31,7 +30,6 @@ from mixdbg.errors import (
     DebuggerError,
     GdbExitedError,
     GdbTimeoutError,
-    MixdbgError,
     NotFoundError,
     UsageError,
 )
@@ -44,7 +42,8 @@ from mixdbg.gdbmi import (
     MiRecord,
     mi_quote,
 )
-from mixdbg.pytorch import catalogue, ops, views
+from mixdbg.pytorch import views
+from mixdbg.pytorch.opbreaks import OperatorBreakpoints
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +93,8 @@ class Session:
         self._quitting = False
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
-        self.python = python  # the debuggee's interpreter: where operator specs look for torch
-        self._catalogue: catalogue.Catalogue | None = None
-        self._owners: dict[int, int] = {}  # gdb number of an operator target -> its breakpoint
-        self._unbound: dict[int, list[catalogue.Kernel]] = {}  # operators waiting for torch to load
+        self.python = python  # the debuggee's interpreter
+        self.ops = OperatorBreakpoints(self.gdb, self._insert, python)
         self.torch_views = views.TorchViews(self.gdb)
         self.last_stop: Stopped | None = None
 
@@ -165,11 +162,11 @@ class Session:
         ``enabled=False`` keeps it from stopping until ``enable_breakpoints``: a launched
         debuggee runs debugpy's start-up under gdb, and that code is not the user's."""
         if spec.is_op:
-            breakpoint = self._add_op_breakpoint(spec, enabled)
+            breakpoint = self.ops.add(spec, enabled, self.pid)
         else:
             bkpt = self._insert(spec, enabled)
             breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
-            breakpoint.hint = self._native_hint(spec)
+            breakpoint.hint = self.ops.native_hint(spec, self.pid)
         self.breakpoints[breakpoint.number] = breakpoint
         self._disable_plt(breakpoint)
         if announce:
@@ -184,87 +181,16 @@ class Session:
         bkpt: dict[str, Any] = result["bkpt"]
         return bkpt
 
-    def op_catalogue(self) -> catalogue.Catalogue:
-        """The operators of the debuggee's torch (loaded once; see ``pytorch.catalogue``)."""
-        if self._catalogue is None:
-            root = catalogue.torch_root_of_process(self.pid) if self.pid else None
-            if root is None:
-                root = catalogue.torch_root_of_interpreter(self.python or attach.default_python())
-            self._catalogue = catalogue.load(root)
-        return self._catalogue
-
-    def _add_op_breakpoint(self, spec: BreakSpec, enabled: bool) -> Breakpoint:
-        """One gdb breakpoint per kernel functor of the operator, all behind one number, at
-        the kernels' addresses. Before torch's kernel library is loaded, the number is a
-        catchpoint on its load: gdb stops the debuggee there, before any of the library's
-        code runs, and ``_bind_operators`` inserts the kernels. (gdb binds pending
-        breakpoints on these long template names at about 0.2 s each when torch loads.)"""
-        found = self.op_catalogue()
-        kernels = ops.resolve(found, spec.location)
-        loaded = catalogue.mapped_library(self.pid, f"/torch/{catalogue.KERNEL_LIBRARY}") if self.pid else None
-        if loaded is None:
-            library = re.escape(found.library.name)
-            try:
-                catch = self.gdb.command("-catch-load -t " + ("" if enabled else "-d ") + mi_quote(library))
-            except GdbCommandError as err:
-                raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
-            breakpoint = Breakpoint(number=int(catch["bkpt"]["number"]), spec=spec)
-            self._unbound[breakpoint.number] = kernels
-        else:
-            inserted = self._insert(spec, enabled, f"*{loaded[1] + kernels[0].address:#x}")
-            breakpoint = Breakpoint(number=int(inserted["number"]), spec=spec)
-            self._bind(breakpoint, kernels, loaded[1], first=inserted)
-        for kernel in kernels:
-            keys = breakpoint.kernels.setdefault(kernel.overload, [])
-            if kernel.dispatch_key not in keys:
-                keys.append(kernel.dispatch_key)
-        return breakpoint
-
-    def _bind(self, breakpoint: Breakpoint, kernels: list[catalogue.Kernel], base: int,
-              first: dict[str, Any] | None = None) -> None:
-        """Insert a breakpoint at each kernel (the library is loaded at ``base``)."""
-        for kernel in kernels:
-            bkpt = first if first is not None and kernel is kernels[0] else \
-                self._insert(breakpoint.spec, True, f"*{base + kernel.address:#x}")
-            number = int(bkpt["number"])
-            self._owners[number] = breakpoint.number
-            breakpoint.targets[number] = kernel.overload
-            breakpoint.set_locations(number, locations_from_mi(bkpt))
-
-    def _bind_operators(self) -> bool:
-        """At a library-load stop: bind the operator breakpoints whose kernels' library is
-        now loaded (see ``_add_op_breakpoint``); whether there were any."""
-        loaded = catalogue.mapped_library(self.pid, f"/torch/{catalogue.KERNEL_LIBRARY}") if self.pid else None
-        if loaded is None or not self._unbound:
-            return False
-        for number, kernels in list(self._unbound.items()):
-            del self._unbound[number]
-            breakpoint = self.breakpoints.get(number)
-            if breakpoint is None:
-                continue
-            try:  # temporary: gdb deleted it if it was the one reported; not if another was
-                self.gdb.command(f"-break-delete {number}")
-            except GdbCommandError as err:
-                log.debug("catchpoint %d: %s", number, err.gdb_message)
-            self._bind(breakpoint, kernels, loaded[1])
+    def _bind_operators(self) -> None:
+        """At a library-load stop: bind the operator breakpoints in the stopped process."""
+        if self.pid is None:
+            return
+        for breakpoint in self.ops.bind(self.pid, self.breakpoints):
             self.emit(BreakpointChanged(breakpoint.to_json()))
-        return True
-
-    def _native_hint(self, spec: BreakSpec) -> str | None:
-        if not spec.location.startswith("at::native::"):
-            return None
-        try:
-            return ops.native_hint(self.op_catalogue(), spec.location)
-        except MixdbgError as err:  # no torch for this interpreter: no hint, the spec stands
-            log.info("no operator hint for %s: %s", spec.location, err.message)
-            return None
-
-    def _gdb_numbers(self, breakpoint: Breakpoint) -> list[int]:
-        return list(breakpoint.targets) or [breakpoint.number]
 
     def enable_breakpoints(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up)."""
-        numbers = [n for breakpoint in self.breakpoints.values() for n in self._gdb_numbers(breakpoint)]
+        numbers = [n for breakpoint in self.breakpoints.values() for n in self.ops.gdb_numbers(breakpoint)]
         if numbers:
             self.gdb.command("-break-enable " + " ".join(map(str, numbers)))
 
@@ -278,11 +204,8 @@ class Session:
         breakpoint = self.breakpoints.pop(number, None)
         if breakpoint is None:
             raise UsageError(f"no breakpoint {number}")
-        numbers = self._gdb_numbers(breakpoint)
-        self._unbound.pop(number, None)
-        self.gdb.command("-break-delete " + " ".join(map(str, numbers)))
-        for gdb_number in numbers:
-            self._owners.pop(gdb_number, None)
+        self.gdb.command("-break-delete " + " ".join(map(str, self.ops.gdb_numbers(breakpoint))))
+        self.ops.forget(breakpoint)
         self.emit(BreakpointChanged(breakpoint.to_json(), deleted=True))
 
     def _disable_plt(self, breakpoint: Breakpoint) -> None:
@@ -358,8 +281,8 @@ class Session:
 
     def _on_breakpoint_modified(self, bkpt: dict[str, Any]) -> None:
         number = int(bkpt["number"])
-        breakpoint = self.breakpoints.get(self._owners.get(number, number))
-        if breakpoint is None or bkpt.get("type") == "catchpoint":  # an operator's load catch: no place
+        breakpoint = self.breakpoints.get(self.ops.owner(number))
+        if breakpoint is None or self.ops.is_catchpoint(number):  # an operator's load catch: no place
             return
         before = _reported_state(breakpoint)
         breakpoint.set_locations(number, locations_from_mi(bkpt))
@@ -379,8 +302,9 @@ class Session:
             self._finish(int(payload.get("exit-code", "0"), 8), None)
         elif reason == "exited-signalled":
             self._finish(None, str(payload.get("signal-name", "")))
-        elif reason == "solib-event" and self._bind_operators():
-            self.resume()  # torch's kernels are bound: not a stop of the user's
+        elif reason == "solib-event":  # only operator breakpoints catch loads: bind, go on
+            self._bind_operators()
+            self.resume()
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
         elif reason == "breakpoint-hit":
@@ -394,7 +318,7 @@ class Session:
 
     def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
         hit = int(payload.get("bkptno", 0))
-        number = self._owners.get(hit, hit)
+        number = self.ops.owner(hit)
         breakpoint = self.breakpoints.get(number)
         function = (payload.get("frame") or {}).get("func")
         if breakpoint is None or breakpoint.is_plt_hit(payload.get("locno"), function):
@@ -455,9 +379,7 @@ class Session:
         frames = stack_now.frames
         if self.pid is None or not frames or frames[0].kind != "native":
             return None
-        names = None
-        if op is not None and self._catalogue is not None and op in self._catalogue.schemas:
-            names = [argument.name for argument in self._catalogue.schemas[op].arguments]
+        names = self.ops.argument_names(op) if op is not None else None
         return self.torch_views.arguments(self.pid, views.interpreter(self.pid, self.python),
                                           frames[0].function, names)
 
