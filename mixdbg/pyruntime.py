@@ -9,6 +9,7 @@ so that the same code serves stops (the session hands the addresses to gdb's hel
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -57,6 +58,14 @@ def _file_mappings(pid: int) -> list[_Mapping]:
 def _symbols(path: str) -> tuple[dict[str, int], int, bool]:
     """``_PyRuntime``/``Py_Version`` values, the lowest PT_LOAD's vaddr - offset, and
     whether the file is relocated when loaded (a shared object or PIE executable)."""
+    info = os.stat(path)
+    return _file_symbols(path, info.st_dev, info.st_ino, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_symbols(path: str, device: int, inode: int, mtime: int) -> tuple[dict[str, int], int, bool]:
+    """``_symbols`` of one version of a file (cached: every process of a session that runs
+    the same interpreter, and every stop in one, shares it)."""
     with open(path, "rb") as handle:
         elf = ELFFile(handle)
         table = elf.get_section_by_name(".dynsym")
