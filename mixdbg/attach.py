@@ -11,6 +11,7 @@ This module never talks GDB/MI.
 from __future__ import annotations
 
 import errno
+import importlib.util
 import ipaddress
 import json
 import logging
@@ -182,9 +183,21 @@ def check_port_free(host: str, port: int) -> None:
             raise UnavailableError(f"cannot listen on {host}:{port}: {err.strerror}") from err
 
 
+#: Tells the bootstrap where mixdbg's own debugpy is, for interpreters that have none.
+DEBUGPY_FALLBACK_ENV = "MIXDBG_DEBUGPY_FALLBACK"
+
+
 def child_environment() -> dict[str, str]:
-    """The debuggee's environment: ours, minus variables that would break debugpy."""
-    return {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    """The debuggee's environment: ours, minus variables that would break debugpy, plus
+    where mixdbg's own debugpy package is. debugpy is pure Python (its compiled speedups
+    are optional and skipped where they do not fit), so an interpreter without debugpy
+    (``--python`` another version) imports that copy, and only it: the bootstrap loads the
+    package by path, without putting mixdbg's site-packages on the script's ``sys.path``."""
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    spec = importlib.util.find_spec("debugpy")
+    if spec is not None and spec.origin:
+        env[DEBUGPY_FALLBACK_ENV] = os.path.dirname(spec.origin)
+    return env
 
 
 def launch(target: Target, options: LaunchOptions) -> Debuggee:

@@ -38,6 +38,25 @@ def _report(status_fd, message):
         pass  # mixdbg is gone (or gave up on us): the script runs without it
 
 
+def _import_debugpy():
+    """The interpreter's own debugpy, else mixdbg's copy (``MIXDBG_DEBUGPY_FALLBACK``, the
+    package directory), loaded by path so nothing else of mixdbg's environment is seen."""
+    fallback = os.environ.pop("MIXDBG_DEBUGPY_FALLBACK", None)
+    try:
+        import debugpy
+    except ImportError:
+        if not fallback:
+            raise
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "debugpy", os.path.join(fallback, "__init__.py"), submodule_search_locations=[fallback])
+        debugpy = importlib.util.module_from_spec(spec)
+        sys.modules["debugpy"] = debugpy
+        spec.loader.exec_module(debugpy)
+    return debugpy
+
+
 def _start_debugpy(host, port, children, status_fd):
     """Listen for a DAP client; report the outcome on the status pipe.
 
@@ -48,8 +67,7 @@ def _start_debugpy(host, port, children, status_fd):
     exec() works (debugpy's hook would reconnect the new program to an adapter that, with no
     client, is already gone)."""
     try:
-        import debugpy
-
+        debugpy = _import_debugpy()
         debugpy.configure(subProcess=children)
         address = debugpy.listen((host, port), in_process_debug_adapter=not children)
         if address is None:  # debugpy older than 1.8.22 does not say where it listens
@@ -109,9 +127,7 @@ def main(argv):
     os.read(gate_fd, 1)
     os.close(gate_fd)
     if wait_for_client:
-        import debugpy
-
-        debugpy.wait_for_client()
+        sys.modules["debugpy"].wait_for_client()
     _run_target(kind, target, args)
 
 

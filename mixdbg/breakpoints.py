@@ -1,6 +1,7 @@
 """Breakpoint specs and their locations, as the user writes them and as gdb reports them.
 
-A spec is ``FUNCTION``, ``FILE:LINE``, or either followed by `` if CONDITION``. Function
+A spec is ``FUNCTION``, ``FILE:LINE``, ``op:NAMESPACE::NAME[.OVERLOAD]`` (a PyTorch
+operator: see ``mixdbg.pytorch.ops``), or any of them followed by `` if CONDITION``. Function
 names are matched exactly (``--qualified``: ``randn`` does not match ``at::native::randn``)
 and every overload is included. Breakpoints are always created pending-capable (``-f``)
 so that they resolve when the library that defines them loads.
@@ -18,6 +19,9 @@ from typing import Any
 
 from mixdbg.errors import UsageError
 from mixdbg.gdbmi import mi_quote
+from mixdbg.pytorch.ops import parse_op
+
+OP_PREFIX = "op:"
 
 _CONDITION = re.compile(r"^(?P<location>.*?)\s+if\s+(?P<condition>.+)$", re.DOTALL)
 _FILE_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+)$")
@@ -31,20 +35,22 @@ class BreakSpec:
     location: str
     condition: str | None
     is_line: bool
+    is_op: bool = False  # ``location`` is an operator (``aten::add``), not a C++ name
 
-    def mi_insert(self, enabled: bool = True) -> str:
-        """The ``-break-insert`` command that creates this breakpoint (pending if needed)."""
+    def mi_insert(self, enabled: bool = True, location: str | None = None) -> str:
+        """The ``-break-insert`` command that creates this breakpoint (pending if needed);
+        ``location``: there instead (an operator spec's kernel: ``*ADDRESS``)."""
         parts = ["-break-insert", "-f"] + ([] if enabled else ["-d"])
-        if not self.is_line:
+        if not self.is_line and location is None:
             parts.append("--qualified")
         if self.condition:
             parts += ["-c", mi_quote(self.condition)]
-        parts.append(mi_quote(self.location))
+        parts.append(mi_quote(location or self.location))
         return " ".join(parts)
 
 
 def parse_spec(text: str) -> BreakSpec:
-    """Parse ``FUNCTION``, ``FILE:LINE`` or either with `` if CONDITION``."""
+    """Parse ``FUNCTION``, ``FILE:LINE``, ``op:NS::NAME[.OVERLOAD]``, any with `` if CONDITION``."""
     stripped = text.strip()
     if not stripped:
         raise UsageError("empty breakpoint spec")
@@ -58,6 +64,9 @@ def parse_spec(text: str) -> BreakSpec:
         raise UsageError(f"breakpoint spec has a condition but no location: {text!r}")
     if location == "if" or location.endswith((" if", "\tif")):
         raise UsageError(f"breakpoint spec has 'if' but no condition: {text!r}")
+    if location.startswith(OP_PREFIX):
+        operator = parse_op(location[len(OP_PREFIX):]).text
+        return BreakSpec(text=stripped, location=operator, condition=condition, is_line=False, is_op=True)
     line_match = _FILE_LINE.match(location)
     if line_match and int(line_match.group("line")) == 0:
         raise UsageError(f"line numbers start at 1: {text!r}")
@@ -95,6 +104,27 @@ class Breakpoint:
     spec: BreakSpec
     locations: list[Location] = field(default_factory=list)
     hits: int = 0
+    #: Operator specs: every gdb breakpoint number behind this one (``number`` included)
+    #: and the operator overload it stops in; its locations are the union of theirs.
+    targets: dict[int, str] = field(default_factory=dict)
+    target_locations: dict[int, list[Location]] = field(default_factory=dict)
+    kernels: dict[str, list[str]] = field(default_factory=dict)  # overload -> dispatch keys
+    hint: str | None = None
+
+    @property
+    def resolution(self) -> tuple[bool, bool, bool]:
+        """(pending, every target bound, some condition invalid): what an operator
+        breakpoint's reports follow."""
+        bound = all(self.target_locations.get(number) for number in self.targets)
+        return self.pending, bound, self.invalid_condition
+
+    def set_locations(self, gdb_number: int, locations: list[Location]) -> None:
+        """Record where gdb breakpoint ``gdb_number`` (this one or a target's) resolved."""
+        if not self.targets:
+            self.locations = locations
+            return
+        self.target_locations[gdb_number] = locations
+        self.locations = [loc for number in self.targets for loc in self.target_locations.get(number, [])]
 
     @property
     def real_locations(self) -> list[Location]:
@@ -123,10 +153,15 @@ class Breakpoint:
 
     def to_json(self) -> dict[str, Any]:
         """The ``breakpoint`` event body."""
-        return {
+        body: dict[str, Any] = {
             "id": self.number, "spec": self.spec.text, "condition": self.spec.condition,
             "pending": self.pending, "locations": [loc.to_json() for loc in self.real_locations],
         }
+        if self.kernels:
+            body["ops"] = self.kernels
+        if self.hint:
+            body["hint"] = self.hint
+        return body
 
 
 def _function_of(raw: dict[str, Any]) -> str | None:

@@ -26,6 +26,7 @@ BREAK_EPILOG = """\
 breakpoint specs (as for 'mixdbg run -b'):
   FUNCTION              exact (qualified) name, all overloads: at::native::add
   FILE:LINE             a source line: my_ext.c:42
+  op:NS::NAME[.OVERLOAD] a PyTorch operator, once per call in its kernel: op:aten::add
   SPEC if CONDITION     evaluated by gdb in the debuggee: 'my_ext.c:42 if i == 10'
   --regex PATTERN       every loaded function whose name matches gdb's regex PATTERN
                         (as 'info functions'), at most --max-locations locations, or none
@@ -35,6 +36,7 @@ typo, the closest loaded names are suggested.
 
 examples:
   mixdbg break at::native::add
+  mixdbg break op:aten::mm
   mixdbg break --session 4242 'loop.c:12 if n > 3'
   mixdbg break --regex '^at::native::add' --max-locations 20
   mixdbg break --list

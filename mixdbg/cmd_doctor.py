@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from mixdbg import argtypes, doctor, ptrace
+from mixdbg import argtypes, attach, doctor, ptrace
 from mixdbg.errors import NotPermittedError, UsageError
 
 # Module-level so that in-process tests can point the verbs at a fake tree.
@@ -54,7 +54,7 @@ exit codes: 0 attaching can work (also when it depends, e.g. on the target's opt
 DOCTOR_HELP = """\
 Check everything that decides whether mixed Python + C/C++ debugging works here, one line each
 (ok / warn / fail, with a one-line fix): gdb and its version, debugpy, the Python interpreter
-and whether gdb can decode its frames, ptrace permission (see 'mixdbg ptrace'), and for each
+(--python) and how its Python frames are read (debug offsets / known layout / not supported), ptrace permission (see 'mixdbg ptrace'), and for each
 --lib (and torch's libraries when torch is installed) how much debug info it has:
   DWARF             break by file:line and see locals
   symbol table      break by function name only
@@ -65,6 +65,7 @@ DOCTOR_EPILOG = """\
 examples:
   mixdbg doctor
   mixdbg doctor --lib build/my_ext.cpython-311-x86_64-linux-gnu.so --json
+  mixdbg doctor --python /usr/bin/python3.12
 
 exit codes: 0 nothing blocks debugging (warnings allowed), 77 tracing not permitted,
 69 gdb or debugpy missing, 66 a --lib does not exist, 65 a --lib is not an ELF file.
@@ -90,6 +91,8 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
     d.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     d.add_argument("--lib", action="append", default=[], type=Path, metavar="PATH",
                    help="a shared library to check for debug info (repeatable)")
+    d.add_argument("--python", default=attach.default_python(), metavar="PATH",
+                   help="the interpreter to check, as 'mixdbg run --python' takes it (default: mixdbg's own)")
     d.set_defaults(func=run_doctor)
 
 
@@ -103,7 +106,7 @@ def _line(check: doctor.Check) -> list[str]:
 
 def run_doctor(args: argparse.Namespace) -> int:
     """``mixdbg doctor``: run every check, print them, return non-zero if something blocks debugging."""
-    checks = doctor.run_checks(args.lib, PROC_ROOT, FS_ROOT)
+    checks = doctor.run_checks(args.lib, PROC_ROOT, FS_ROOT, python=args.python)
     code = doctor.exit_code(checks)
     if args.json:
         print(json.dumps({"ok": code == 0, "exit_code": code, "checks": [c.as_json() for c in checks]},

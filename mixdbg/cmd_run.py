@@ -35,11 +35,12 @@ SPECS_HELP = """\
 breakpoint specs (-b, repeatable):
   FUNCTION              exact (qualified) name, all overloads: at::native::randn
   FILE:LINE             a source line: my_ext.c:42 (needs debug info, see 'mixdbg doctor')
+  op:NS::NAME[.OVERLOAD] a PyTorch operator, once per call in its kernel: op:aten::add.Tensor
   SPEC if CONDITION     evaluated by gdb in the debuggee: 'my_ext.c:42 if i == 10'
 """
 
 PROMPT_HELP = """\
-At a terminal each stop opens a prompt (c, bt, p EXPR, break SPEC, detach, kill).
+At a terminal each stop opens a prompt (c, bt, p EXPR, args, tensor ADDR, break SPEC, detach, kill).
 Ctrl-C interrupts the debuggee and shows where it is; at the prompt it detaches.
 With --json or without a terminal, stops are printed and the debuggee continues.
 """
@@ -118,6 +119,8 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
                              "forks, and execs of a Python interpreter: DataLoader workers, "
                              "multiprocessing, subprocess, torchrun ranks; any other program is let go "
                              "at its exec, untouched), 'all', or 'none' (the debuggee only)")
+    parser.add_argument("--threads", action="store_true",
+                        help="with each stop, every thread's stack too (JSON: 'threads' in 'stopped')")
 
 
 def _target(args: argparse.Namespace) -> attach.Target:
@@ -159,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
     # stay disabled while debugpy starts under gdb (its code is not the user's, and a stop
     # there would stall the start) and are enabled before the gate opens.
     try:
-        with _session(args, output, specs, enabled=False) as session:
+        with _session(args, output, specs, enabled=False, python=args.python) as session:
             output.progress(f"starting {target.name} under debugpy on {args.host}:{args.port}")
             debuggee = attach.launch(target, attach.LaunchOptions(
                 python=args.python, host=args.host, port=args.port, wait_for_client=args.wait_for_client,
@@ -174,7 +177,8 @@ def _run(args: argparse.Namespace) -> int:
                 pid=debuggee.pid, host=debuggee.host, port=debuggee.port,
                 adapter_pid=attach.debugpy_adapter_of(debuggee.pid, debuggee.port),
                 python=debuggee.python, target=" ".join((target.name, *target.args)),
-                gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer)
+                gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer,
+                function_calls=session.call_safety.allowed)
             return _go(session, started, output, release=debuggee.release, waiting=args.wait_for_client)
     except SessionEnded as end:  # a signal's detach while the session started
         return end.code
@@ -228,12 +232,13 @@ def _attach(args: argparse.Namespace) -> int:
     pid, how = attach.resolve_debuggee(args.pid)
     output.progress(how)
     try:
-        with _session(args, output, specs, enabled=True) as session:
+        with _session(args, output, specs, enabled=True, python=os.path.realpath(f"/proc/{pid}/exe"),
+                      pid=pid) as session:
             session.attach(pid)
             started = SessionStarted(
                 pid=pid, host=None, port=None, adapter_pid=None,
                 python=os.path.realpath(f"/proc/{pid}/exe"), target=" ".join(attach.command_line(pid)),
-                gdb_pid=session.gdb.pid, how=how, ptracer=None)
+                gdb_pid=session.gdb.pid, how=how, ptracer=None, function_calls=session.call_safety.allowed)
             return _go(session, started, output, release=None, waiting=False)
     except SessionEnded as end:  # a signal's detach while the session started
         return end.code
@@ -241,13 +246,14 @@ def _attach(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
-             enabled: bool) -> Iterator[Session]:
+             enabled: bool, python: str, pid: int | None = None) -> Iterator[Session]:
     """A session with gdb started and the ``-b`` breakpoints inserted, closed on every way
     out. A signal's detach while it starts (before the session loop) raises SessionEnded
     out of the block."""
     interactive = _interactive(args)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames,
-                      follow=args.follow)
+                      all_threads=args.threads, python=python, follow=args.follow)
+    session.pid = pid  # known before the attach: operator specs find the torch it loaded
     with _on_signals(_session_signals(session, interactive)):
         try:
             session.start_gdb()

@@ -362,11 +362,13 @@ def _op_break(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str
     into a running debuggee immediately (it inserts whenever threads are executing)."""
     _attached(session)
     spec = parse_spec(args["spec"])
+    if args.get("regex") and spec.is_op:
+        raise UsageError("--regex takes a pattern over function names, not an op: spec")
     if args.get("regex"):
         created = _break_regex(session, spec, args.get("max_locations", DEFAULT_MAX_LOCATIONS))
         return {"breakpoints": [_listed(b) for b in created], "suggestions": []}
     breakpoint = session.add_breakpoint(spec)
-    unknown = breakpoint.pending and not spec.is_line
+    unknown = breakpoint.pending and not spec.is_line and not spec.is_op
     return {"breakpoints": [_listed(breakpoint)],
             "suggestions": session.suggestions(spec.location) if unknown else []}
 

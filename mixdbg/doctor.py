@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
 import re
 import subprocess
 import sys
-import sysconfig
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from mixdbg import debuginfo, ptrace
+from mixdbg import calls, debuginfo, ptrace, pyframes, pyruntime
 from mixdbg.errors import DataError, NotFoundError, NotPermittedError, UnavailableError
 from mixdbg.gdbmi import find_gdb, gdb_environment
 
@@ -86,6 +86,21 @@ def check_gdb(gdb: str | None = None, timeout: float = 15.0) -> Check:
     return Check("gdb", OK, f"{first} at {path}", None, details)
 
 
+def check_function_calls(gdb: Check) -> Check:
+    """Whether gdb can call functions in the debuggee (``p f()``) without harming it here."""
+    version = gdb.details.get("version")
+    major = _version_tuple(str(version))[:1] if version else ()
+    safety = calls.assess_here(major[0] if major else None)
+    details: dict[str, object] = {"allowed": safety.allowed, "reason": safety.reason}
+    if safety.allowed:
+        return Check("function calls", OK, f"gdb may call functions in the debuggee: {safety.reason}",
+                     None, details)
+    return Check("function calls", WARN,
+                 f"mixdbg forbids gdb to call functions in the debuggee ({safety.reason}); "
+                 "reading variables and tensors works", f"install gdb {calls.FIRST_SAFE_GDB} or newer",
+                 details)
+
+
 def check_debugpy() -> Check:
     """Whether debugpy is importable by this interpreter, and its version."""
     fix = f"{sys.executable} -m pip install 'debugpy>=1.8'"
@@ -102,53 +117,70 @@ def check_debugpy() -> Check:
     return Check("debugpy", OK, f"debugpy {version}", None, details)
 
 
-def _loaded_libpython(proc_root: Path) -> Path | None:
-    """The libpython this process really mapped (from /proc/self/maps), else the configured one."""
+#: Run by the interpreter being checked: its version, build flags, and which file holds
+#: ``_PyRuntime`` (libpython when it is mapped, else the executable).
+_PYTHON_PROBE = """
+import json, os, sys, sysconfig
+holder = os.path.realpath(sys.executable)
+for line in open("/proc/self/maps"):
+    fields = line.split(maxsplit=5)
+    if len(fields) == 6 and "/libpython" in fields[5]:
+        holder = fields[5].strip()
+        break
+print(json.dumps({"hexversion": sys.hexversion, "version": sys.version.split()[0], "holder": holder,
+                  "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+                  "trace_refs": bool(sysconfig.get_config_var("Py_TRACE_REFS"))}))
+"""
+
+
+def python_facts(executable: str, timeout: float = 30.0) -> dict[str, object]:
+    """What the interpreter says about itself (see ``_PYTHON_PROBE``)."""
     try:
-        maps = (proc_root / "self" / "maps").read_text()
-    except OSError:
-        maps = ""
-    for line in maps.splitlines():
-        fields = line.split(maxsplit=5)
-        if len(fields) == 6 and "/libpython" in fields[5]:
-            return Path(fields[5].strip())
-    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        candidate = Path(str(sysconfig.get_config_var("LIBDIR"))) / str(sysconfig.get_config_var("LDLIBRARY"))
-        return candidate if candidate.exists() else None
-    return None
+        done = subprocess.run([executable, "-I", "-c", _PYTHON_PROBE], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise NotFoundError(f"cannot run {executable}: {err}") from err
+    if done.returncode != 0:
+        raise NotFoundError(f"{executable} failed: {done.stderr.strip().splitlines()[-1:]}")
+    facts: dict[str, object] = json.loads(done.stdout)
+    return facts
 
 
-def gdb_scripts(binary: Path) -> list[Path]:
-    """The ``<realpath>-gdb.py`` scripts gdb auto-loads for ``binary`` (next to it or in auto-load)."""
-    real = binary.resolve()
-    candidates = [Path(f"{real}-gdb.py"), Path(f"/usr/share/gdb/auto-load{real}-gdb.py")]
-    return [path for path in candidates if path.is_file()]
+def frames_method(facts: dict[str, object]) -> tuple[str | None, str]:
+    """How mixdbg reads this interpreter's Python frames (``debug offsets``, ``known
+    layout``) or None, and why not."""
+    hexversion = int(str(facts["hexversion"]))
+    minor = (hexversion >> 16) & 0xFF
+    method = pyframes.reading_method(minor) if hexversion >> 24 == 3 else None
+    if method is None:
+        return None, "not supported (3.10 to 3.14 are)"
+    if facts.get("free_threaded"):
+        return None, "not supported: a free-threaded build"
+    if facts.get("trace_refs") and minor <= 12:
+        return None, "not supported: a Py_TRACE_REFS build (every object is bigger)"
+    if (hexversion >> 4) & 0xF not in (0xC, 0xF) and method == "debug offsets":
+        return None, "not supported: a pre-release"
+    if not pyruntime.exports_runtime(str(facts["holder"])):
+        return None, f"not supported: {facts['holder']} does not export _PyRuntime"
+    return method, ""
 
 
-def check_python(executable: str = sys.executable, proc_root: Path = Path("/proc")) -> Check:
-    """Which interpreter runs, and whether gdb can decode its frames (DWARF, plus its -gdb.py script)."""
+def check_python(executable: str = sys.executable) -> Check:
+    """Which interpreter runs, and how mixdbg reads its Python frames at stops (from its
+    memory: ``_Py_DebugOffsets`` from 3.13, our own layouts for 3.10-3.12)."""
     interpreter = Path(executable).resolve()
-    libpython = _loaded_libpython(proc_root)
-    code_holder = libpython or interpreter  # the object that contains _PyEval_EvalFrameDefault
-    details: dict[str, object] = {"executable": executable, "realpath": str(interpreter),
-                                  "libpython": str(libpython) if libpython else None}
     try:
-        info = debuginfo.classify(code_holder)
-    except (NotFoundError, DataError) as err:
-        return Check("python", WARN, f"{interpreter}: {err.message}", None, details)
-    scripts = gdb_scripts(code_holder) + gdb_scripts(interpreter)
-    details.update(debug_info=info.level, dwarf_file=str(info.dwarf_file) if info.dwarf_file else None,
-                   gdb_scripts=[str(p) for p in scripts])
-    head = f"Python {sys.version.split()[0]} at {interpreter}"
-    if info.level == debuginfo.DWARF:
-        extra = f"; py-bt via {scripts[0].name}" if scripts else "; no -gdb.py script, so no py-bt in gdb"
-        return Check("python", OK, f"{head}: gdb can decode its frames (DWARF in {info.dwarf_file}){extra}",
-                     None, details)
-    fix = ("use an interpreter with debug info: its debug symbols package (Debian/Ubuntu:"
-           f" python{sys.version_info[0]}.{sys.version_info[1]}-dbg) or a build with -g (pyenv builds have it)")
-    what = ("its -gdb.py script is there, but it needs DWARF to decode frames" if scripts
-            else "gdb sees interpreter frames only as _PyEval_EvalFrameDefault, not which Python function")
-    return Check("python", WARN, f"{head}: no DWARF in {code_holder.name}; {what}", fix, details)
+        facts = python_facts(executable)
+    except NotFoundError as err:
+        return Check("python", WARN, err.message, None, {"executable": executable})
+    method, why = frames_method(facts)
+    details: dict[str, object] = {"executable": executable, "realpath": str(interpreter), **facts,
+                                  "frames": method}
+    head = f"Python {facts['version']} at {interpreter}"
+    if method is None:
+        return Check("python", WARN, f"{head}: Python frames {why}; stops show native frames only",
+                     "use CPython 3.10 to 3.14 (default build) for mixed stacks", details)
+    return Check("python", OK, f"{head}: Python frames read from its memory ({method})", None, details)
 
 
 def check_ptrace(proc_root: Path = Path("/proc"), fs_root: Path = Path("/"), pid: int | None = None,
@@ -230,10 +262,11 @@ def check_library(path: Path, label: str | None = None, fix: str | None = None,
 
 
 def run_checks(libs: Sequence[Path] = (), proc_root: Path = Path("/proc"), fs_root: Path = Path("/"),
-               include_torch: bool = True) -> list[Check]:
-    """All doctor checks in report order: gdb, debugpy, python, ptrace, then each library."""
-    checks = [check_gdb(), check_debugpy(), check_python(proc_root=proc_root),
-              check_ptrace(proc_root, fs_root)]
+               include_torch: bool = True, python: str = sys.executable) -> list[Check]:
+    """All doctor checks in report order: gdb, debugpy, python, ptrace, function calls, libraries."""
+    gdb = check_gdb()
+    checks = [gdb, check_debugpy(), check_python(python), check_ptrace(proc_root, fs_root),
+              check_function_calls(gdb)]
     checks += [check_library(Path(lib)) for lib in libs]
     if include_torch:
         checks += [check_library(lib, f"torch/{lib.relative_to(root)}", TORCH_FIX)

@@ -25,13 +25,14 @@ class SessionStarted:
     gdb_pid: int | None  # None: mixdbg runs no gdb (VS Code's attaches)
     how: str  # "launched" or a sentence saying how an attach target was resolved
     ptracer: bool | None  # whether the debuggee declared its tracer (Yama); None: not launched by us
+    function_calls: bool | None = None  # whether gdb may call functions in it (None: no gdb of ours)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
         return {"event": "session", "pid": self.pid, "host": self.host, "port": self.port,
                 "adapter_pid": self.adapter_pid, "python": self.python, "target": self.target,
                 "gdb_pid": self.gdb_pid, "how": self.how,
-                "ptracer_declared": self.ptracer}
+                "ptracer_declared": self.ptracer, "function_calls": self.function_calls}
 
 
 @dataclass(frozen=True)
@@ -56,15 +57,24 @@ class Stopped:
     signal: str | None
     thread: int | None
     stack: MixedStack
+    op: str | None = None  # the operator overload an ``op:`` breakpoint stopped in
+    arguments: list[dict[str, Any]] | None = None  # the innermost frame's, when decoded
     pid: int | None = None
     process: str | None = None  # who, for people: "rank 1, pid 4242"
 
     def to_json(self) -> dict[str, Any]:
-        """JSON form."""
-        return {"event": "stopped", "reason": self.reason, "breakpoint": self.breakpoint,
+        """JSON form (``threads`` only when every thread's stack was asked for)."""
+        body = {"event": "stopped", "reason": self.reason, "breakpoint": self.breakpoint,
                 "signal": self.signal, "thread": self.thread,
                 "frames": [frame.to_json() for frame in self.stack.frames],
                 "python_frames": self.stack.python_status, "pid": self.pid, "process": self.process}
+        if self.stack.threads:
+            body["threads"] = [thread.to_json() for thread in self.stack.threads]
+        if self.op is not None:
+            body["op"] = self.op
+        if self.arguments is not None:
+            body["arguments"] = self.arguments
+        return body
 
 
 @dataclass(frozen=True)

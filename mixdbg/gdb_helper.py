@@ -1,62 +1,78 @@
 """Runs inside gdb's embedded Python (``source``d by mixdbg): the mixed-stack walker.
 
-It defines the gdb command ``mixdbg-stack MAX_FRAMES OUTFILE`` which walks the selected
-thread's frames, innermost first, and writes one JSON document to OUTFILE. Each native
-frame of CPython's bytecode loop (``_PyEval_EvalFrameDefault``) is replaced, in its place,
-by the Python frames that loop is running, as the interpreter's own gdb script
-(``python3.X-gdb.py``, "libpython") reads them. Writing to a file instead of gdb's console
-keeps the answer out of MI's stream records, and works on every gdb with Python (the
-``gdb.MICommand`` API only exists from gdb 13).
+Commands (each writes one JSON document to OUTFILE, the rest of the line, so it may
+contain spaces; a file keeps the answer out of MI's stream records and works on every
+gdb with Python):
 
-Only the standard library and the ``gdb`` module are used: this file is executed by gdb's
-Python, which is not the debuggee's and not mixdbg's.
+- ``mixdbg-python PID RUNTIME PY_VERSION HINT`` / ``mixdbg-python PID unavailable REASON``:
+  where process PID's ``_PyRuntime`` (and ``Py_Version``, 0 if none) is, and its ``3.X``
+  version (``-`` if unknown), as the outer process found them (``mixdbg.pyruntime``).
+  Kept per process: gdb may hold several (followed children), and an exec'd one has its
+  interpreter at other addresses.
+- ``mixdbg-stack MAX_FRAMES all|one OUTFILE``: the selected thread's mixed stack, and
+  with ``all`` every thread's. Each native frame that runs Python frames (the eval
+  loop, found as the frame whose C stack holds the run's entry marker, so it works
+  where the loop has no symbol) is replaced, in place, by the frames it runs.
+- ``mixdbg-locals FRAME_ADDRESS OUTFILE``: a Python frame's locals.
+
+Python frames come from ``mixdbg.pyframes``, which reads the interpreter's memory
+(``gdb.Inferior.read_memory``) and never calls into the debuggee. Only the standard
+library, ``gdb`` and that package are used: this is gdb's Python, not the debuggee's.
 """
 
-import io
+from __future__ import annotations
+
 import json
-import re
+import os
 import sys
 
 import gdb  # type: ignore[import-not-found]
 
-EVAL_LOOP = "_PyEval_EvalFrameDefault"
-_TRACEBACK_LINE = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\S+), in (?P<function>.*)$')
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from mixdbg.memory import MemoryReadError
+from mixdbg.pyframes import Unsupported, open_interpreter
+from mixdbg.pyframes.placement import place
+
+#: Per process (PID): where its interpreter is, or {"error": why its frames are unavailable}.
+_INTERPRETERS = {}
 
 
-def _libpython_frame_class():
-    """The ``Frame`` class of the interpreter's gdb script, if it was sourced."""
-    main = sys.modules.get("__main__")
-    frame_class = getattr(main, "Frame", None)
-    if frame_class is None or not hasattr(frame_class, "print_traceback"):
-        return None
-    return frame_class
-
-
-def _python_frames(frame_class, gdb_frame):
-    """The Python frames one bytecode-loop frame is running, innermost first.
-
-    Uses libpython's own ``print_traceback`` (stable output format across CPython
-    versions, while the frame structures it reads change every release)."""
-    captured = io.StringIO()
-    saved = sys.stdout
-    sys.stdout = captured
+def _read(address, size):
+    """``ReadMemory`` over gdb's view of the debuggee."""
     try:
-        frame_class(gdb_frame).print_traceback()
-    finally:
-        sys.stdout = saved
-    frames = []
-    for text in captured.getvalue().splitlines():
-        match = _TRACEBACK_LINE.match(text)
-        if match:
-            line = match.group("line")
-            frames.append({
-                "kind": "python",
-                "function": match.group("function"),
-                "file": match.group("file"),
-                "line": int(line) if line.isdigit() else None,
-                "library": None,
-            })
-    return frames
+        return bytes(gdb.selected_inferior().read_memory(address, size))
+    except (gdb.MemoryError, gdb.error, OverflowError) as err:
+        raise MemoryReadError(f"cannot read {size} bytes at {address:#x}: {err}") from err
+
+
+def _interpreter():
+    """The stopped interpreter, or a status string saying why its frames are unavailable."""
+    config = _INTERPRETERS.get(gdb.selected_inferior().pid)
+    if config is None:
+        return "unavailable: mixdbg did not locate the interpreter"
+    if "error" in config:
+        return config["error"]
+    try:
+        return open_interpreter(_read, config["runtime"], config["py_version"] or None, config["hint"])
+    except Unsupported as err:
+        return f"unavailable: {err}"
+
+
+def _python_threads():
+    """The interpreter and every thread's Python frames, or a status string and none.
+
+    A bug of the reader must not cost the user the stop: whatever it raises is reported
+    in the status, in one line, and the stop shows native frames."""
+    interpreter = _interpreter()
+    if isinstance(interpreter, str):
+        return interpreter, []
+    try:
+        return interpreter, interpreter.threads()
+    except Unsupported as err:
+        return f"unavailable: {err}", []
+    except Exception as err:  # noqa: BLE001 - see the docstring
+        return f"unavailable: the frame reader failed ({type(err).__name__}: {err})", []
 
 
 def _native_frame(gdb_frame):
@@ -70,58 +86,146 @@ def _native_frame(gdb_frame):
             line = sal.line or None
     except gdb.error:
         pass
-    library = gdb.solib_name(pc)
-    if library is None:
-        library = gdb.current_progspace().filename
-    return {
-        "kind": "native",
-        "function": gdb_frame.name() or "??",
-        "file": file_name,
-        "line": line,
-        "library": library,
-        "address": f"{pc:#x}",
-    }
+    library = gdb.solib_name(pc) or gdb.current_progspace().filename
+    return {"kind": "native", "function": gdb_frame.name() or "??", "file": file_name, "line": line,
+            "library": library, "address": f"{pc:#x}"}
 
 
-def mixed_stack(max_frames):
-    """Walk the selected thread's stack; return ``{"frames": [...], "python": status}``."""
-    frame_class = _libpython_frame_class()
-    status = "ok" if frame_class is not None else "unavailable: the interpreter's gdb script is not loaded"
-    frames = []
+def _python_frame(frame):
+    return {"kind": "python", "function": frame.function, "file": frame.file, "line": frame.line,
+            "library": None, "address": f"{frame.address:#x}"}
+
+
+def _native_frames(max_frames):
+    """The selected thread's native frames, innermost first: ``(description, sp)``."""
+    natives = []
     gdb_frame = gdb.newest_frame()
-    while gdb_frame is not None and len(frames) < max_frames:
-        described = _native_frame(gdb_frame)
-        is_eval = described["function"] == EVAL_LOOP and gdb_frame.type() == gdb.NORMAL_FRAME
-        python = []
-        if is_eval and frame_class is not None:
-            try:
-                python = _python_frames(frame_class, gdb_frame)
-            except Exception as err:  # noqa: BLE001 - report, keep the native frame
-                status = f"partial: {err}"
-        frames.extend(python if python else [described])
+    while gdb_frame is not None and len(natives) < max_frames:
+        try:
+            sp = int(gdb_frame.read_register("sp"))
+        except (gdb.error, ValueError):
+            sp = None
+        natives.append((_native_frame(gdb_frame), sp))
         try:
             gdb_frame = gdb_frame.older()
         except gdb.error:
-            break
-    return {"frames": frames[:max_frames], "python": status, "truncated": gdb_frame is not None}
+            gdb_frame = None
+    return natives, gdb_frame is not None
+
+
+def _thread_runs(threads, gdb_thread):
+    """The runs of the thread states that belong to ``gdb_thread`` (matched by LWP, or by
+    pthread_t on 3.10, which keeps no LWP)."""
+    lwp = gdb_thread.ptid[1]
+    handle = None
+    try:
+        handle = int.from_bytes(gdb_thread.handle(), "little")
+    except (gdb.error, AttributeError, TypeError):
+        pass
+    runs = []
+    problems = []
+    for thread in threads:
+        if thread.native_id == lwp or (thread.native_id is None and thread.thread_id == handle):
+            runs.extend(run for run in thread.runs if run.frames)
+            if thread.problem:
+                problems.append(thread.problem)
+    return runs, problems
+
+
+def _mixed(max_frames, interpreter, threads):
+    """The selected thread's mixed stack as the JSON document ``stack.from_helper`` reads."""
+    natives, truncated = _native_frames(max_frames)
+    if isinstance(interpreter, str):
+        return {"frames": [frame for frame, _ in natives], "python": interpreter, "truncated": truncated}
+    runs, problems = _thread_runs(threads, gdb.selected_thread())
+    owners, tail, how = place([sp for _, sp in natives], [frame["function"] for frame, _ in natives], runs,
+                              truncated)
+    frames = []
+    for index, (native, _) in enumerate(natives):
+        run = owners.get(index)
+        frames.extend([_python_frame(f) for f in run.frames] if run else [native])
+    for run in tail:
+        frames.extend(_python_frame(f) for f in run.frames)
+    status = f"ok (Python {interpreter.version}, {interpreter.method}"
+    status += f"; placed {how})" if how else ")"
+    if problems:
+        status = f"partial: {problems[0]}; {status}"
+    return {"frames": frames[:max_frames], "python": status, "truncated": truncated or len(frames) > max_frames}
+
+
+def mixed_stacks(max_frames, every_thread):
+    """The selected thread's stack, plus every thread's (``threads``) when asked."""
+    interpreter, threads = _python_threads()
+    result = _mixed(max_frames, interpreter, threads)
+    if every_thread:
+        selected, frame = gdb.selected_thread(), gdb.selected_frame()
+        result["threads"] = []
+        try:
+            for thread in sorted(gdb.selected_inferior().threads(), key=lambda t: t.num):
+                thread.switch()
+                one = _mixed(max_frames, interpreter, threads)
+                one.update(thread=thread.num, lwp=thread.ptid[1], name=thread.name)
+                result["threads"].append(one)
+        finally:
+            selected.switch()
+            frame.select()
+    return result
+
+
+def _write(path, document):
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(document, out)
+
+
+class MixdbgPython(gdb.Command):
+    """mixdbg-python PID RUNTIME PY_VERSION HINT | PID unavailable REASON: where PID's interpreter is."""
+
+    def __init__(self):
+        super().__init__("mixdbg-python", gdb.COMMAND_DATA)
+
+    def invoke(self, argument, from_tty):
+        pid, first, rest = argument.strip().split(" ", 2)
+        if first == "unavailable":
+            _INTERPRETERS[int(pid)] = {"error": f"unavailable: {rest}"}
+            return
+        py_version, hint = rest.split()
+        _INTERPRETERS[int(pid)] = {"runtime": int(first, 0), "py_version": int(py_version, 0),
+                                   "hint": None if hint == "-" else hint}
 
 
 class MixdbgStack(gdb.Command):
-    """mixdbg-stack MAX_FRAMES OUTFILE: write the selected thread's mixed stack as JSON
-    (OUTFILE is the rest of the line, so it may contain spaces)."""
+    """mixdbg-stack MAX_FRAMES all|one OUTFILE: write mixed stacks as JSON."""
 
     def __init__(self):
         super().__init__("mixdbg-stack", gdb.COMMAND_STACK)
 
     def invoke(self, argument, from_tty):
-        count, _, path = argument.strip().partition(" ")
-        max_frames = int(count)
+        count, which, path = argument.strip().split(" ", 2)
         try:
-            result = mixed_stack(max_frames)
+            result = mixed_stacks(int(count), which == "all")
         except gdb.error as err:
             result = {"frames": [], "python": "unavailable", "error": str(err), "truncated": False}
-        with open(path, "w", encoding="utf-8") as out:
-            json.dump(result, out)
+        _write(path, result)
 
 
+class MixdbgLocals(gdb.Command):
+    """mixdbg-locals FRAME_ADDRESS OUTFILE: write a Python frame's locals as JSON."""
+
+    def __init__(self):
+        super().__init__("mixdbg-locals", gdb.COMMAND_DATA)
+
+    def invoke(self, argument, from_tty):
+        address, path = argument.strip().split(" ", 1)
+        interpreter = _interpreter()
+        if isinstance(interpreter, str):
+            _write(path, {"error": interpreter})
+            return
+        try:
+            _write(path, {"locals": interpreter.locals(int(address, 0))})
+        except Unsupported as err:
+            _write(path, {"error": str(err)})
+
+
+MixdbgPython()
 MixdbgStack()
+MixdbgLocals()

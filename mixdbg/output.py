@@ -22,7 +22,8 @@ from mixdbg.events import (
     SessionStarted,
     Stopped,
 )
-from mixdbg.stack import format_stack
+from mixdbg.pytorch.views import argument_lines
+from mixdbg.stack import format_stack, format_threads
 
 
 class Output:
@@ -87,7 +88,8 @@ def human(event: Event) -> list[str]:
     if isinstance(event, BreakpointChanged):
         return [_breakpoint_line(event.body, event.deleted)]
     if isinstance(event, Stopped):
-        return ["", _stop_header(event), *format_stack(event.stack)]
+        return ["", _stop_header(event), *argument_lines(event.arguments or []), *format_stack(event.stack),
+                *format_threads(event.stack, event.thread)]
     if isinstance(event, Exited):
         how = f"exited with code {event.code}" if event.signal is None else f"was killed by {event.signal}"
         if event.code is None and event.signal is None:
@@ -104,11 +106,16 @@ def _breakpoint_line(body: dict[str, Any], deleted: bool) -> str:
     head = f"breakpoint {body['id']} ({body['spec']})"
     if deleted:
         return f"{head}: deleted"
+    hint = f"\n  hint: {body['hint']}" if body.get("hint") else ""
+    if body.get("ops"):
+        kernels = "; ".join(f"{op} ({', '.join(keys)})" for op, keys in body["ops"].items())
+        state = "pending until torch loads" if body["pending"] else f"{len(body['locations'])} location(s)"
+        return f"{head}: {state}: kernels of {kernels}"
     if body["pending"]:
-        return f"{head}: pending until a library defines it"
+        return f"{head}: pending until a library defines it{hint}"
     places = [_place(loc) for loc in body["locations"]]
     shown = ", ".join(places[:3]) + (f", and {len(places) - 3} more" if len(places) > 3 else "")
-    return f"{head}: {len(places)} location(s): {shown}"
+    return f"{head}: {len(places)} location(s): {shown}{hint}"
 
 
 def _place(location: dict[str, Any]) -> str:
@@ -121,6 +128,8 @@ def _place(location: dict[str, Any]) -> str:
 def _stop_header(event: Stopped) -> str:
     who = f"[{event.process}] " if event.process else ""
     thread = f" in thread {event.thread}" if event.thread is not None else ""
+    if event.reason == "breakpoint" and event.op:
+        return f"stopped at breakpoint {event.breakpoint}{thread}: operator {event.op}"
     if event.reason == "breakpoint":
         return f"{who}stopped at breakpoint {event.breakpoint}{thread}:"
     if event.reason == "signal":

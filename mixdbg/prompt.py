@@ -15,14 +15,21 @@ from typing import Callable
 from mixdbg.breakpoints import parse_spec
 from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
 from mixdbg.output import Output
+from mixdbg.pytorch.tensors import describe
+from mixdbg.pytorch.views import argument_lines
 from mixdbg.session import Session
-from mixdbg.stack import format_stack
+from mixdbg.stack import format_stack, format_threads
 
 HELP = """\
   c, continue        let the debuggee run
   bt, backtrace      the full mixed stack of the stopped thread
-  p, print EXPR      evaluate a C/C++ expression in the stopped frame
-  b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, ... if COND)
+  bt all             every thread's mixed stack
+  locals [N]         the locals of Python frame #N (default: the innermost one)
+  p, print EXPR      evaluate a C/C++ expression in the stopped frame (never calls functions
+                     where gdb cannot do so safely: see 'mixdbg doctor')
+  args               the innermost frame's tensor/list/scalar arguments (memory only)
+  tensor ADDRESS     the tensor at an at::Tensor or c10::TensorImpl address (memory only)
+  b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, op:aten::NAME, ... if COND)
   delete N           delete breakpoint N
   detach, q, quit    end mixdbg; the debuggee runs on
   kill               end the debuggee
@@ -79,12 +86,20 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
         raise UsageError("the debuggee is running (Ctrl-C interrupts it)")
     elif verb in ("c", "continue"):
         session.resume()
+    elif verb in ("bt", "backtrace") and rest == "all":
+        print("\n".join(format_threads(session.mixed_stack(all_threads=True))), flush=True)
     elif verb in ("bt", "backtrace"):
         print("\n".join(format_stack(session.mixed_stack(), collapse_interpreter=False)), flush=True)
+    elif verb == "locals":
+        _locals(session, rest)
     elif verb in ("p", "print"):
         if not rest:
             raise UsageError("print what? (p EXPR)")
         print(session.evaluate(rest), flush=True)
+    elif verb == "args":
+        _args(session)
+    elif verb == "tensor":
+        _tensor(session, rest)
     else:
         raise UsageError(f"unknown command {shlex.quote(verb)} (type 'help')")
 
@@ -93,13 +108,41 @@ def _break(session: Session, text: str) -> None:
     """Add a breakpoint; a function no loaded library defines gets "did you mean"."""
     spec = parse_spec(text)
     breakpoint = session.add_breakpoint(spec)
-    if breakpoint.pending and not spec.is_line:
+    if breakpoint.pending and not spec.is_line and not spec.is_op:
         close = session.suggestions(spec.location)
         if close:
             print(f"did you mean: {', '.join(close)}?", flush=True)
 
 
-def _number(text: str) -> int:
+def _locals(session: Session, text: str) -> None:
+    """Print a Python frame's locals, one ``name = value`` a line."""
+    number, variables = session.python_locals(_number(text, "frame") if text else None)
+    print(f"  locals of frame #{number}:" if variables else f"  frame #{number} has no locals", flush=True)
+    for name, value in variables:
+        print(f"    {name} = {value}", flush=True)
+
+
+def _args(session: Session) -> None:
+    """Print the innermost frame's arguments, decoded from registers and memory."""
+    op = session.last_stop.op if session.last_stop is not None else None
+    decoded = session.native_arguments(session.mixed_stack(), op)
+    if decoded is None:
+        print("no tensor, list or scalar parameters in this frame's signature", flush=True)
+        return
+    print("\n".join(argument_lines(decoded)), flush=True)
+
+
+def _tensor(session: Session, text: str) -> None:
+    """Print the tensor at an address (``tensor 0x...``)."""
+    try:
+        address = int(text, 0)
+    except ValueError:
+        raise UsageError(f"expected an address (tensor 0x7f...), got {text!r}") from None
+    found = session.tensor_at(address)
+    print(describe(found["tensor"]) if "tensor" in found else found["error"], flush=True)
+
+
+def _number(text: str, what: str = "breakpoint") -> int:
     if not text.isdigit():
-        raise UsageError(f"expected a breakpoint number, got {text!r}")
+        raise UsageError(f"expected a {what} number, got {text!r}")
     return int(text)

@@ -23,10 +23,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from mixdbg import attach, ptrace, stack, symbols
+from mixdbg import attach, calls, ptrace, pyruntime, stack, symbols
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
-from mixdbg.errors import DebuggerError, GdbExitedError, GdbTimeoutError, UsageError
+from mixdbg.errors import (
+    DebuggerError,
+    GdbExitedError,
+    GdbTimeoutError,
+    NotFoundError,
+    UsageError,
+)
 from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import (
     COMMAND_TIMEOUT,
@@ -38,6 +44,8 @@ from mixdbg.gdbmi import (
 )
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree
 from mixdbg.proctree.workers import WorkerIdReader
+from mixdbg.pytorch import views
+from mixdbg.pytorch.opbreaks import OperatorBreakpoints
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +53,7 @@ Action = Callable[["Session"], None]
 QueueItem = Union[MiRecord, None, Action]
 
 HELPER_SCRIPT = Path(__file__).with_name("gdb_helper.py")
+TORCH_GDB_COMMANDS = Path(__file__).with_name("pytorch") / "gdb_commands.py"
 CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL"})
 #: Time allowed for gdb to report a stop after an interrupt, and to detach.
 STOP_TIMEOUT = 10.0
@@ -72,14 +81,17 @@ class Session:
 
     ``emit`` receives every event. With ``auto_continue`` each stop is reported and the
     debuggee resumed at once; otherwise it stays stopped until an action resumes it.
+    ``all_threads`` adds every thread's stack to each stop.
     """
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
-                 gdb: str | None = None, max_frames: int = 128, follow: str = FOLLOW_PYTHON,
+                 gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
+                 python: str | None = None, follow: str = FOLLOW_PYTHON,
                  worker_ids: WorkerIdReader | None = None) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.max_frames = max_frames
+        self.all_threads = all_threads
         self.queue: queue.SimpleQueue[QueueItem] = queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
         self.tree = ProcessTree(self.gdb, emit, follow, worker_ids)
@@ -89,6 +101,13 @@ class Session:
         self._child: attach.Debuggee | None = None
         self._quitting = False
         self._releasing = False
+        self.call_safety = calls.CallSafety(True, "not checked yet")
+        self.python = python  # the debuggee's interpreter
+        self.ops = OperatorBreakpoints(self.gdb, self._insert, python)
+        self._runtimes: dict[int, str] = {}  # PID -> where its interpreter is, as gdb's helper knows
+        self.torch_views = views.TorchViews(self.gdb)
+        self.last_stop: Stopped | None = None
+        self.stopped_pid: int | None = None  # the process of the last reported stop (see _report)
         self._kicking = False
         self._stalled = 0  # failed resumes in a row
 
@@ -104,6 +123,20 @@ class Session:
         # Python ignores SIGPIPE itself; gdb's default would stop on every one.
         self.gdb.console("handle SIGPIPE nostop noprint pass")
         self.gdb.console(f"source {HELPER_SCRIPT}")
+        self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
+        self._guard_function_calls()
+
+    def _guard_function_calls(self) -> None:
+        """Forbid gdb to call functions in the debuggee where that could harm it (see
+        ``calls``); the decision is kept in ``call_safety`` (the ``session`` event tells it)."""
+        try:
+            major: int | None = int(self.gdb.command("-data-evaluate-expression $_gdb_major")["value"])
+        except (GdbCommandError, KeyError, ValueError) as err:
+            log.info("gdb's version: %s", err)
+            major = None
+        self.call_safety = calls.assess_here(major)
+        if not self.call_safety.allowed:
+            self.gdb.command("-gdb-set may-call-functions off")
 
     def attach(self, pid: int, child: attach.Debuggee | None = None) -> None:
         """Attach gdb to ``pid``; on refusal raise the precise cause from the ptrace module.
@@ -125,45 +158,65 @@ class Session:
             self.resume()
             self.gdb.command("-gdb-set auto-solib-add on")
             self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
-        self._load_interpreter_script(pid)
+        self._locate_python(pid)
         if child is None:
             self.tree.start_following()
 
-    def _load_interpreter_script(self, pid: int) -> None:
-        """Source the interpreter's own gdb script so stops can show Python frames."""
-        executable = os.path.realpath(f"/proc/{pid}/exe")
-        scripts = stack.interpreter_gdb_scripts(executable, _libpython_paths(pid))
-        if not scripts:
-            self.emit(Notice("warning", f"no gdb script found for {executable}: stops will show "
-                                        "native frames only (see 'mixdbg doctor')"))
-            return
+    def _locate_python(self, pid: int) -> None:
+        """Tell gdb's helper where process ``pid``'s ``_PyRuntime`` is (stops read its
+        Python frames from memory there), or why it is not known. Checked at each stop of
+        a process (0.6 ms once the interpreter's symbols are cached): a process that execs
+        a new interpreter keeps its PID but not its addresses."""
         try:
-            self.gdb.console(f"source {scripts[0]}")
-        except GdbCommandError as err:
-            self.emit(Notice("warning", f"could not load {scripts[0]}: {err.gdb_message}"))
+            found = pyruntime.find_runtime(pid)
+            where = f"{found.runtime:#x} {found.py_version:#x} {found.hint or '-'}"
+        except NotFoundError as err:
+            where = f"unavailable {err.message}"
+            if pid not in self._runtimes:
+                self.emit(Notice("warning", f"stops in PID {pid} will show native frames only: {err.message}"))
+        if self._runtimes.get(pid) != where:
+            self._runtimes[pid] = where
+            self.gdb.console(f"mixdbg-python {pid} {where}")
 
     def add_breakpoint(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
         """Create a breakpoint (pending until a library defines it) and report it, now or
         (``announce=False``, before the session is known) with ``announce_breakpoints``.
         ``enabled=False`` keeps it from stopping until ``enable_breakpoints``: a launched
         debuggee runs debugpy's start-up under gdb, and that code is not the user's."""
-        try:
-            result = self.gdb.command(spec.mi_insert(enabled), SLOW_COMMAND_TIMEOUT)
-        except GdbCommandError as err:
-            raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
-        bkpt = result["bkpt"]
-        breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
+        if spec.is_op:
+            breakpoint = self.ops.add(spec, enabled, self.pid)
+        else:
+            bkpt = self._insert(spec, enabled)
+            breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
+            breakpoint.hint = self.ops.native_hint(spec, self.pid)
         self.breakpoints[breakpoint.number] = breakpoint
         self._disable_plt(breakpoint)
         if announce:
             self.emit(self._breakpoint_event(breakpoint))
         return breakpoint
 
+    def _insert(self, spec: BreakSpec, enabled: bool, location: str | None = None) -> dict[str, Any]:
+        try:
+            result = self.gdb.command(spec.mi_insert(enabled, location), SLOW_COMMAND_TIMEOUT)
+        except GdbCommandError as err:
+            raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
+        bkpt: dict[str, Any] = result["bkpt"]
+        return bkpt
+
+    def _bind_operators(self, payload: dict[str, Any]) -> None:
+        """At a library-load stop: bind the operator breakpoints in the stopped process."""
+        process = self.tree.stopped_in(payload)
+        pid = process.pid if process is not None else self.pid
+        if pid is None or (process is not None and process.quiet):
+            return
+        for breakpoint in self.ops.bind(pid, self.breakpoints):
+            self.emit(BreakpointChanged(breakpoint.to_json()))
+
     def enable_breakpoints(self) -> None:
-        """Enable every breakpoint (inserted disabled while the debuggee started up), and
-        follow its children from now on."""
-        if self.breakpoints:
-            self.gdb.command("-break-enable " + " ".join(map(str, self.breakpoints)))
+        """Enable every breakpoint (inserted disabled while the debuggee started up)."""
+        numbers = [n for breakpoint in self.breakpoints.values() for n in self.ops.gdb_numbers(breakpoint)]
+        if numbers:
+            self.gdb.command("-break-enable " + " ".join(map(str, numbers)))
         self.tree.start_following()
 
     def announce_breakpoints(self) -> None:
@@ -179,7 +232,8 @@ class Session:
         breakpoint = self.breakpoints.pop(number, None)
         if breakpoint is None:
             raise UsageError(f"no breakpoint {number}")
-        self.gdb.command(f"-break-delete {number}")
+        self.gdb.command("-break-delete " + " ".join(map(str, self.ops.gdb_numbers(breakpoint))))
+        self.ops.forget(breakpoint)
         self.emit(self._breakpoint_event(breakpoint, deleted=True))
 
     def _breakpoint_event(self, breakpoint: Breakpoint, deleted: bool = False) -> BreakpointChanged:
@@ -296,13 +350,14 @@ class Session:
             self._finish(None, None)
 
     def _on_breakpoint_modified(self, bkpt: dict[str, Any]) -> None:
-        breakpoint = self.breakpoints.get(int(bkpt["number"]))
-        if breakpoint is None:
+        number = int(bkpt["number"])
+        breakpoint = self.breakpoints.get(self.ops.owner(number))
+        if breakpoint is None or self.ops.is_catchpoint(number):  # an operator's load catch: no place
             return
-        before = (breakpoint.to_json(), breakpoint.invalid_condition)
-        breakpoint.locations = locations_from_mi(bkpt)
+        before = _reported_state(breakpoint)
+        breakpoint.set_locations(number, locations_from_mi(bkpt))
         self._disable_plt(breakpoint)
-        if (breakpoint.to_json(), breakpoint.invalid_condition) != before:
+        if _reported_state(breakpoint) != before:
             self.emit(self._breakpoint_event(breakpoint))
             if breakpoint.invalid_condition:
                 self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
@@ -313,6 +368,9 @@ class Session:
         reason = payload.get("reason", "")
         if reason.startswith("exited"):
             self._on_exit_stop(reason, payload, reporting)
+        elif reason == "solib-event":  # only operator breakpoints catch loads: bind, go on
+            self._bind_operators(payload)
+            self.resume()
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
         elif self._kicking and reason in ("", "signal-received") and payload.get("signal-name") in (None, "SIGINT"):
@@ -345,38 +403,84 @@ class Session:
             self._finish(None, str(payload.get("signal-name", "")))
 
     def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
-        number = int(payload.get("bkptno", 0))
+        hit = int(payload.get("bkptno", 0))
+        number = self.ops.owner(hit)
         breakpoint = self.breakpoints.get(number)
         function = (payload.get("frame") or {}).get("func")
         if breakpoint is None or breakpoint.is_plt_hit(payload.get("locno"), function):
             self.resume()  # a PLT stub or a breakpoint that is not ours: never a user stop
             return
         breakpoint.hits += 1
-        self._report("breakpoint", number, None, payload)
+        self._report("breakpoint", number, None, payload, op=breakpoint.targets.get(hit))
 
     def _report(self, reason: str, breakpoint: int | None, signal_name: str | None,
-                payload: dict[str, Any]) -> None:
+                payload: dict[str, Any], op: str | None = None) -> None:
         thread = payload.get("thread-id")
         process: Process | None = self.tree.stopped_in(payload)
+        self.stopped_pid = process.pid if process else self.pid
+        if self.stopped_pid is not None:
+            self._locate_python(self.stopped_pid)
+        stack_now = self.mixed_stack(self.all_threads)
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=int(thread) if thread and str(thread).isdigit() else None,
-                          stack=self.mixed_stack(), pid=process.pid if process else self.pid,
+                          stack=stack_now, op=op, arguments=self.native_arguments(stack_now, op),
+                          pid=self.stopped_pid,
                           process=process.label() if process and process is not self.tree.root else None)
+        self.last_stop = stopped
         self.emit(stopped)
         if self.auto_continue:
             self.resume()
 
-    def mixed_stack(self) -> stack.MixedStack:
-        """The selected thread's mixed Python + native stack (the debuggee must be stopped)."""
-        fd, name = tempfile.mkstemp(prefix="mixdbg-stack-", suffix=".json")
+    def mixed_stack(self, all_threads: bool = False) -> stack.MixedStack:
+        """The selected thread's mixed Python + native stack, and with ``all_threads``
+        every thread's (the debuggee must be stopped)."""
+        which = "all" if all_threads else "one"
+        return stack.from_helper(self._helper(f"mixdbg-stack {self.max_frames} {which}"))
+
+    def python_locals(self, index: int | None) -> tuple[int, list[tuple[str, str]]]:
+        """The locals of Python frame ``#index`` of the stopped thread (the innermost
+        Python frame when None): the frame's index, and ``(name, short value)`` pairs."""
+        if self.state != "stopped":
+            raise UsageError("the debuggee is running; locals need it stopped")
+        try:
+            number, frame = stack.python_frame(self.mixed_stack(), index)
+        except LookupError as err:
+            raise UsageError(str(err)) from err
+        pid = self.stopped_pid
+        if pid is not None:
+            self.torch_views.summarise_python_tensors(pid, views.interpreter(pid, self.python))
+        data = self._helper(f"mixdbg-locals {frame.address}")
+        if "error" in data:
+            raise DebuggerError(f"locals of frame #{number}: {data['error']}")
+        return number, [(str(name), str(value)) for name, value in data["locals"]]
+
+    def _helper(self, command: str) -> dict[str, Any]:
+        """Run a command of ``gdb_helper.py``; return the JSON document it wrote."""
+        fd, name = tempfile.mkstemp(prefix="mixdbg-helper-", suffix=".json")
         os.close(fd)
         try:
             # The path last: the helper takes the rest of the line, spaces included.
-            self.gdb.console(f"mixdbg-stack {self.max_frames} {name}", SLOW_COMMAND_TIMEOUT)
+            self.gdb.console(f"{command} {name}", SLOW_COMMAND_TIMEOUT)
             data: dict[str, Any] = json.loads(Path(name).read_text())
         finally:
             os.unlink(name)
-        return stack.from_helper(data)
+        return data
+
+    def native_arguments(self, stack_now: stack.MixedStack, op: str | None = None) -> list[dict[str, Any]] | None:
+        """The innermost frame's tensor, list and scalar arguments, read from registers and
+        memory at its entry (None when its signature has none; see ``pytorch.views``)."""
+        frames, pid = stack_now.frames, self.stopped_pid
+        if pid is None or not frames or frames[0].kind != "native":
+            return None
+        names = self.ops.argument_names(op) if op is not None else None
+        return self.torch_views.arguments(pid, views.interpreter(pid, self.python), frames[0].function, names)
+
+    def tensor_at(self, address: int) -> dict[str, Any]:
+        """The tensor at ``address`` (a TensorImpl or at::Tensor), read from memory only."""
+        pid = self.stopped_pid
+        if self.state != "stopped" or pid is None:
+            raise UsageError("the debuggee is running; tensors are read while it is stopped")
+        return self.torch_views.tensor(pid, views.interpreter(pid, self.python), address)
 
     def evaluate(self, expression: str) -> str:
         """Evaluate a C/C++ expression in the selected frame (the debuggee must be stopped)."""
@@ -385,6 +489,8 @@ class Session:
         try:
             result = self.gdb.command(f"-data-evaluate-expression {mi_quote(expression)}")
         except GdbCommandError as err:
+            if "may-call-functions" in err.gdb_message:
+                return calls.refusal(self.call_safety)
             return f"error: {err.gdb_message}"
         except GdbTimeoutError:
             return f"error: no value within {COMMAND_TIMEOUT:.0f} s (a function call still running?)"
@@ -538,12 +644,10 @@ class Session:
         return restored
 
 
-def _libpython_paths(pid: int) -> list[str]:
-    """Paths of libpython mapped into the process (for a shared-library interpreter)."""
-    try:
-        maps = Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return []
-    found = {line.split()[-1] for line in maps.splitlines() if "/libpython" in line}
-    return sorted(found)
-
+def _reported_state(breakpoint: Breakpoint) -> object:
+    """What a change must alter for a ``breakpoint`` event. An operator's kernels re-bind one
+    by one when torch loads: it is reported when it binds first and when all are bound,
+    not at each of dozens of steps."""
+    if breakpoint.targets:
+        return breakpoint.resolution
+    return breakpoint.to_json(), breakpoint.invalid_condition

@@ -1,24 +1,21 @@
 """The mixed stack: native frames and the Python frames that called them, in one list.
 
 The walk itself happens inside gdb (``gdb_helper.py``, which replaces each frame of
-CPython's bytecode loop by the Python frames it runs). This module turns the walker's JSON
-into ``Frame`` records, hides mixdbg's own launch frames, finds the interpreter's gdb
-script, and renders a stack for people.
+CPython's bytecode loop by the Python frames it runs, read from the interpreter's memory by
+``mixdbg.pyframes``). This module turns the walker's JSON into ``Frame`` records, hides
+mixdbg's own launch frames, and renders a stack for people.
 """
 
 from __future__ import annotations
 
 import os
-import runpy
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Python frames of mixdbg's launcher and of runpy sit below every user script; hide them.
-HIDDEN_PYTHON_FILES = frozenset({
-    os.path.realpath(Path(__file__).with_name("bootstrap.py")), os.path.realpath(runpy.__file__),
-})
+#: mixdbg's launcher sits below every user script it runs: its Python frames are hidden,
+#: and so are the debuggee's ``runpy`` frames the launcher called (whatever its Python).
+BOOTSTRAP = os.path.realpath(Path(__file__).with_name("bootstrap.py"))
 
 
 @dataclass(frozen=True)
@@ -30,6 +27,8 @@ class Frame:
     file: str | None
     line: int | None
     library: str | None
+    #: A Python frame's interpreter frame (``0x...``): what ``locals`` reads.
+    address: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The frame as it appears in ``stopped`` events."""
@@ -44,42 +43,60 @@ class MixedStack:
     frames: tuple[Frame, ...]
     python_status: str
     truncated: bool
+    #: Every thread's stack, when asked for (``bt all``, ``--threads``); else empty.
+    threads: tuple[ThreadStack, ...] = ()
+
+
+@dataclass(frozen=True)
+class ThreadStack:
+    """One thread of the process: gdb's thread number, its LWP and name, its stack."""
+
+    thread: int
+    lwp: int
+    name: str | None
+    stack: MixedStack
+
+    def to_json(self) -> dict[str, Any]:
+        """The thread as it appears in the ``threads`` of ``stopped`` events."""
+        return {"thread": self.thread, "lwp": self.lwp, "name": self.name,
+                "frames": [frame.to_json() for frame in self.stack.frames],
+                "python_frames": self.stack.python_status}
 
 
 def from_helper(data: dict[str, Any]) -> MixedStack:
     """Build a ``MixedStack`` from the JSON the in-gdb walker wrote."""
     frames = tuple(
         Frame(kind=str(raw["kind"]), function=str(raw["function"]), file=raw.get("file"),
-              line=raw.get("line"), library=raw.get("library"))
-        for raw in data.get("frames", [])
-        if not _hidden(raw)
+              line=raw.get("line"), library=raw.get("library"),
+              address=raw.get("address") if raw.get("kind") == "python" else None)
+        for raw in _without_launcher(data.get("frames", []))
     )
     status = str(data.get("python", "unavailable"))
     if data.get("error"):
         status = f"unavailable: {data['error']}"
-    return MixedStack(frames=frames, python_status=status, truncated=bool(data.get("truncated")))
+    threads = tuple(ThreadStack(thread=int(raw["thread"]), lwp=int(raw["lwp"]), name=raw.get("name"),
+                                stack=from_helper(raw))
+                    for raw in data.get("threads", []))
+    return MixedStack(frames=frames, python_status=status, truncated=bool(data.get("truncated")),
+                      threads=threads)
 
 
-def _hidden(raw: dict[str, Any]) -> bool:
-    file = raw.get("file")
-    return raw.get("kind") == "python" and bool(file) and os.path.realpath(str(file)) in HIDDEN_PYTHON_FILES
-
-
-def interpreter_gdb_scripts(executable: str, libraries: Iterable[str] = ()) -> list[Path]:
-    """The interpreter's own gdb helper ("libpython") scripts that exist for this process.
-
-    CPython installs it as ``<python>-gdb.py`` next to the interpreter (pyenv, source
-    builds) or as ``<libpython>-gdb.py``; distributions put it under gdb's auto-load
-    directory (``/usr/share/gdb/auto-load/<real path>-gdb.py``)."""
-    candidates: list[Path] = []
-    for binary in (executable, *libraries):
-        real = Path(os.path.realpath(binary))
-        candidates += [Path(f"{real}-gdb.py"), Path(f"/usr/share/gdb/auto-load{real}-gdb.py")]
-    seen: list[Path] = []
-    for path in candidates:
-        if path.is_file() and path not in seen:
-            seen.append(path)
-    return seen[:1]
+def _without_launcher(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The frames without the launcher's Python frames and the runpy frames between it and
+    the user's code (runpy is found by file name: the debuggee's Python is not ours)."""
+    kept: list[dict[str, Any]] = []
+    below_launcher = False
+    for raw in reversed(frames):  # outermost first
+        python = raw.get("kind") == "python"
+        file = str(raw.get("file") or "")
+        if python and os.path.realpath(file) == BOOTSTRAP:
+            below_launcher = True
+            continue
+        if python and below_launcher and Path(file).name == "runpy.py":
+            continue
+        below_launcher = below_launcher and not python
+        kept.append(raw)
+    return kept[::-1]
 
 
 def _is_interpreter_frame(frame: Frame) -> bool:
@@ -124,3 +141,32 @@ def _frame_line(frame: Frame, index: int | None = None) -> str:
 
 def _short(function: str, limit: int = 100) -> str:
     return function if len(function) <= limit else function[: limit - 3] + "..."
+
+
+def format_threads(stack: MixedStack, besides: int | None = None) -> list[str]:
+    """Render every thread's full stack (``bt all``, ``--threads``), but thread ``besides``
+    (the stopped one, already shown)."""
+    lines: list[str] = []
+    for thread in stack.threads:
+        if thread.thread == besides:
+            continue
+        name = f" {thread.name}" if thread.name else ""
+        lines.append(f"thread {thread.thread} (LWP {thread.lwp}){name}:")
+        lines.extend(format_stack(thread.stack, collapse_interpreter=False))
+    return lines
+
+
+def python_frame(stack: MixedStack, index: int | None) -> tuple[int, Frame]:
+    """The Python frame ``#index`` of a stack (the innermost Python frame when None), with
+    its index; ``LookupError`` saying why when there is none."""
+    if index is None:
+        for number, frame in enumerate(stack.frames):
+            if frame.kind == "python" and frame.address:
+                return number, frame
+        raise LookupError(f"no Python frame in this stack (Python frames {stack.python_status})")
+    if not 0 <= index < len(stack.frames):
+        raise LookupError(f"no frame #{index} (the stack has {len(stack.frames)})")
+    frame = stack.frames[index]
+    if frame.kind != "python" or not frame.address:
+        raise LookupError(f"frame #{index} is a native frame ({frame.function}): locals are for Python frames")
+    return index, frame

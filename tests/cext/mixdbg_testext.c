@@ -70,11 +70,24 @@ static PyObject *native_spin(PyObject *self, PyObject *args)
     return PyLong_FromLong(spins);
 }
 
+static PyObject *native_block(PyObject *self, PyObject *args)
+{
+    double seconds;
+    if (!PyArg_ParseTuple(args, "d", &seconds))
+        return NULL;
+    struct timespec pause = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
+    Py_BEGIN_ALLOW_THREADS
+    nanosleep(&pause, NULL); /* @block */
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"loop", native_loop, METH_VARARGS, "Call native_step(i) for i in range(n)."},
     {"callback", native_callback, METH_VARARGS, "Call a Python callable from C."},
     {"crash", native_crash, METH_VARARGS, "0: SIGSEGV, 1: SIGABRT, 2: SIGFPE."},
     {"spin", native_spin, METH_VARARGS, "Busy-loop in C for the given seconds."},
+    {"block", native_block, METH_VARARGS, "Sleep in C for the given seconds, without the GIL."},
     {NULL, NULL, 0, NULL},
 };
 

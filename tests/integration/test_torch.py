@@ -32,8 +32,13 @@ def test_seed_breakpoints_on_testdebug(torch_installed: None) -> None:
     assert all(top.startswith("at::native::randn(") for top in tops[2:])
     # and the randn stops show the Python line that called torch.randn
     for stop in stops[2:]:
-        python = [(Path(f["file"]).name, f["line"]) for f in stop["frames"] if f["kind"] == "python"]
-        assert ("testdebug.py", 3) in python
+        python = [(f["function"], Path(f["file"]).name, f["line"]) for f in stop["frames"] if f["kind"] == "python"]
+        assert python == [("<module>", "testdebug.py", 3)]
+    # every Python frame has its line, torch/__init__.py's included (issue 9)
+    python = [f for stop in stops for f in stop["frames"] if f["kind"] == "python"]
+    assert python and all(isinstance(f["line"], int) for f in python)
+    assert any(f["file"].endswith("torch/__init__.py") for f in stops[1]["frames"] if f["kind"] == "python")
+    assert all(s["python_frames"].startswith("ok (Python ") for s in stops)
     # the breakpoints resolved in the libraries that define them
     resolved = {b["id"]: b for b in result.of("breakpoint") if not b["pending"]}
     assert set(resolved) == {1, 2, 3}

@@ -1,0 +1,156 @@
+"""Runs inside gdb's embedded Python (``source``d by mixdbg): PyTorch helper commands.
+
+``mixdbg-torch-args REQUEST``: the arguments of the innermost frame, decoded from
+registers and memory at its entry (``arguments.py``). REQUEST:
+``{"layout": ..., "names": [...] or null, "returns": "at::Tensor" or null}``.
+``mixdbg-tensor ADDRESS REQUEST``: the tensor at ADDRESS (a ``TensorImpl`` or an
+``at::Tensor``). ``mixdbg-torch-summaries REQUEST``: from now on, ``locals`` (gdb_helper.py)
+shows ``torch.Tensor`` values with the same summary. None calls a function in the
+debuggee: they read memory and registers.
+
+Each command reads a JSON request file and writes ``answer.json`` beside it (JsonCommand).
+
+Standard library and ``gdb`` only; Python 3.9-compatible (gdb's Python is not mixdbg's).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import gdb  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+# mixdbg's own stdlib-only readers (gdb_helper.py, sourced first, already puts them on the path).
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+if _PACKAGE_PARENT not in sys.path:
+    sys.path.append(_PACKAGE_PARENT)
+from mixdbg.memory import MemoryReadError
+from mixdbg.pyframes.objects import register_summary
+from mixdbg.pytorch import arguments, tensors
+
+_OFFSET = re.compile(r" \+ (\d+) in section ")
+#: Prologues gdb steps over on a function without line info (amd64_analyze_prologue):
+#: ``push %rbp; mov %rsp,%rbp`` and ``endbr64``; the argument registers are untouched.
+_PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")
+
+
+def _read(address: int, size: int) -> bytes:
+    try:
+        return bytes(gdb.selected_inferior().read_memory(address, size))
+    except (gdb.MemoryError, gdb.error, OverflowError, ValueError) as err:
+        raise MemoryReadError(f"cannot read {size} bytes at {address:#x}: {err}") from err
+
+
+def _at_entry(frame: Any) -> bool:
+    """Whether ``frame`` is at its function's first instruction, or just after a prologue
+    that leaves the argument registers alone (where gdb puts a breakpoint on a function
+    that has no line info)."""
+    pc = frame.pc()
+    where = gdb.execute(f"info symbol {pc:#x}", to_string=True)
+    match = _OFFSET.search(where)
+    offset = int(match.group(1)) if match else 0
+    return offset == 0 or (offset in (4, 8) and _read(pc - offset, offset) in _PROLOGUES)
+
+
+def frame_arguments(request: dict[str, Any]) -> dict[str, Any]:
+    """The innermost frame's arguments as ``{"arguments": [...]}`` or ``{"error": why}``."""
+    frame = gdb.newest_frame()
+    parsed = arguments.signature(frame.name() or "")
+    if parsed is None:
+        return {"error": "no signature for this function"}
+    if not _at_entry(frame):
+        return {"error": "not at the function's entry: the argument registers may have changed"}
+    name, params = parsed
+    if name.startswith("c10::impl::make_boxed_from_unboxed_functor<"):
+        return {"error": "a boxed call: its arguments are on the interpreter's IValue stack"}
+    returns = arguments.functor_return(name)
+    hidden = 2 if returns is not None and name.endswith("::call") else 0
+    returns = returns if hidden else request.get("returns")
+    if returns is None:
+        return {"error": "the return type is unknown (is there a hidden result pointer?)"}
+    result_pointer = arguments.has_result_pointer(returns)
+    if result_pointer is None:
+        return {"error": f"whether {returns} comes back through a hidden pointer is not known here"}
+    registers = {r: int(frame.read_register(r)) & ((1 << 64) - 1) for r in arguments.INTEGER_REGISTERS}
+    older = frame.older()
+    cfa = int(older.read_register("rsp")) if older is not None else 0
+    return {"arguments": arguments.decode(params, request.get("names"), result_pointer, registers, cfa, _read,
+                                          request["layout"], hidden)}
+
+
+def tensor_at(address: int, layout: dict[str, Any]) -> dict[str, Any]:
+    """The tensor at ``address``: a TensorImpl, else an at::Tensor pointing at one."""
+    try:
+        return {"tensor": tensors.read_tensor(_read, address, layout)}
+    except tensors.TensorUnreadable as first:
+        try:
+            return {"tensor": tensors.read_at_tensor(_read, address, layout)}
+        except tensors.TensorUnreadable:
+            return {"error": f"not decoded: {first}"}
+
+
+class JsonCommand(gdb.Command):  # type: ignore[misc]
+    """A command ``NAME [WORD] REQUEST``: reads the JSON file REQUEST (the rest of the line,
+    spaces allowed) and writes its answer as JSON to ``answer.json`` beside it. Files, not
+    gdb's console, carry the data: MI would mix it into its stream records."""
+
+    words = 0
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, gdb.COMMAND_DATA)
+
+    def invoke(self, argument: str, from_tty: bool) -> None:
+        *words, path = argument.strip().split(" ", self.words)
+        with open(path, encoding="utf-8") as stream:
+            request = json.load(stream)
+        try:
+            answer = self.answer(words, request)
+        except (gdb.error, MemoryReadError) as err:
+            answer = {"error": f"not decoded: {err}"}
+        with open(Path(path).with_name("answer.json"), "w", encoding="utf-8") as out:
+            json.dump(answer, out)
+
+    def answer(self, words: list[str], request: Any) -> Any:
+        """The answer to one request."""
+        raise NotImplementedError
+
+
+class MixdbgTorchArgs(JsonCommand):
+    """mixdbg-torch-args REQUEST: the innermost frame's arguments."""
+
+    def answer(self, words: list[str], request: Any) -> Any:
+        return frame_arguments(request)
+
+
+class MixdbgTensor(JsonCommand):
+    """mixdbg-tensor ADDRESS REQUEST: the tensor at ADDRESS."""
+
+    words = 1
+
+    def answer(self, words: list[str], request: Any) -> Any:
+        return tensor_at(int(words[0], 0), request["layout"])
+
+
+class MixdbgTorchSummaries(JsonCommand):
+    """mixdbg-torch-summaries REQUEST: summarise torch tensors among Python locals."""
+
+    def answer(self, words: list[str], request: Any) -> Any:
+        layout = request["layout"]
+
+        def summary(read: Any, address: int) -> str:
+            try:
+                return "tensor " + tensors.describe(tensors.summarize_python_tensor(read, address, layout))
+            except tensors.TensorUnreadable as err:
+                return f"Tensor <not decoded: {err}>"
+
+        for type_name in ("Tensor", "Parameter"):  # torch.Tensor's and nn.Parameter's tp_name
+            register_summary(type_name, summary)
+        return {"registered": True}
+
+
+MixdbgTorchArgs("mixdbg-torch-args")
+MixdbgTorchSummaries("mixdbg-torch-summaries")
+MixdbgTensor("mixdbg-tensor")
