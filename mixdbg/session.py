@@ -42,8 +42,7 @@ from mixdbg.gdbmi import (
     MiRecord,
     mi_quote,
 )
-from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree
-from mixdbg.proctree.workers import WorkerIdReader
+from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
 from mixdbg.pytorch import views
 from mixdbg.pytorch.opbreaks import OperatorBreakpoints
 
@@ -86,15 +85,15 @@ class Session:
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
                  gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
-                 python: str | None = None, follow: str = FOLLOW_PYTHON,
-                 worker_ids: WorkerIdReader | None = None) -> None:
+                 python: str | None = None, follow: str = FOLLOW_PYTHON) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.max_frames = max_frames
         self.all_threads = all_threads
         self.queue: queue.SimpleQueue[QueueItem] = queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
-        self.tree = ProcessTree(self.gdb, emit, follow, worker_ids)
+        self.tree = ProcessTree(self.gdb, emit, follow,
+                                workers.worker_id_reader(self._python_frames, self._frame_locals))
         self.breakpoints: dict[int, Breakpoint] = {}
         self.pid: int | None = None
         self.state = "detached"  # "running" | "stopped" | "detached" | "exited"
@@ -103,7 +102,7 @@ class Session:
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
         self.python = python  # the debuggee's interpreter
-        self.ops = OperatorBreakpoints(self.gdb, self._insert, python)
+        self.ops = OperatorBreakpoints(self.gdb, self._insert, self._demangle, python)
         self._runtimes: dict[int, str] = {}  # PID -> where its interpreter is, as gdb's helper knows
         self.torch_views = views.TorchViews(self.gdb)
         self.last_stop: Stopped | None = None
@@ -159,6 +158,7 @@ class Session:
             self.gdb.command("-gdb-set auto-solib-add on")
             self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
         self._locate_python(pid)
+        self.ops.bind(pid, self.breakpoints)  # a process that has torch already (attach)
         if child is None:
             self.tree.start_following()
 
@@ -183,8 +183,8 @@ class Session:
         (``announce=False``, before the session is known) with ``announce_breakpoints``.
         ``enabled=False`` keeps it from stopping until ``enable_breakpoints``: a launched
         debuggee runs debugpy's start-up under gdb, and that code is not the user's."""
-        if spec.is_op:
-            breakpoint = self.ops.add(spec, enabled, self.pid)
+        if spec.is_op:  # bound at once only where gdb is attached and has the symbols
+            breakpoint = self.ops.add(spec, enabled, self.pid, bind_now=self.state != "detached")
         else:
             bkpt = self._insert(spec, enabled)
             breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
@@ -203,6 +203,10 @@ class Session:
         bkpt: dict[str, Any] = result["bkpt"]
         return bkpt
 
+    def _demangle(self, symbols: list[str]) -> list[str]:
+        names: list[str] = views.ask_gdb(self.gdb, "mixdbg-demangle", {"symbols": symbols})["names"]
+        return names
+
     def _bind_operators(self, payload: dict[str, Any]) -> None:
         """At a library-load stop: bind the operator breakpoints in the stopped process."""
         process = self.tree.stopped_in(payload)
@@ -210,7 +214,7 @@ class Session:
         if pid is None or (process is not None and process.quiet):
             return
         for breakpoint in self.ops.bind(pid, self.breakpoints):
-            self.emit(BreakpointChanged(breakpoint.to_json()))
+            self.emit(self._breakpoint_event(breakpoint))
 
     def enable_breakpoints(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up)."""
@@ -453,6 +457,17 @@ class Session:
         if "error" in data:
             raise DebuggerError(f"locals of frame #{number}: {data['error']}")
         return number, [(str(name), str(value)) for name, value in data["locals"]]
+
+    def _python_frames(self, pid: int) -> list[workers.PythonFrame]:
+        """The Python frames of the stopped thread of process ``pid`` (gdb selected it)."""
+        self._locate_python(pid)
+        return [workers.PythonFrame(frame.function, frame.file or "", frame.address or "")
+                for frame in self.mixed_stack().frames if frame.kind == "python"]
+
+    def _frame_locals(self, address: str) -> dict[str, str]:
+        """The locals of the Python frame at ``address`` as short texts ({} if unreadable)."""
+        data = self._helper(f"mixdbg-locals {address}")
+        return {str(name): str(value) for name, value in data.get("locals", [])}
 
     def _helper(self, command: str) -> dict[str, Any]:
         """Run a command of ``gdb_helper.py``; return the JSON document it wrote."""

@@ -5,7 +5,8 @@ registers and memory at its entry (``arguments.py``). REQUEST:
 ``{"layout": ..., "names": [...] or null, "returns": "at::Tensor" or null}``.
 ``mixdbg-tensor ADDRESS REQUEST``: the tensor at ADDRESS (a ``TensorImpl`` or an
 ``at::Tensor``). ``mixdbg-torch-summaries REQUEST``: from now on, ``locals`` (gdb_helper.py)
-shows ``torch.Tensor`` values with the same summary. None calls a function in the
+shows ``torch.Tensor`` values with the same summary. ``mixdbg-demangle REQUEST``: the
+C++ names of a list of mangled symbols, as gdb itself demangles them. None calls a function in the
 debuggee: they read memory and registers.
 
 Each command reads a JSON request file and writes ``answer.json`` beside it (JsonCommand).
@@ -151,6 +152,15 @@ class MixdbgTorchSummaries(JsonCommand):
         return {"registered": True}
 
 
+class MixdbgDemangle(JsonCommand):
+    """mixdbg-demangle REQUEST: ``{"names": [C++ name, ...]}`` for ``{"symbols": [...]}``."""
+
+    def answer(self, words: list[str], request: Any) -> Any:
+        return {"names": [gdb.execute(f"demangle -l c++ -- {symbol}", to_string=True).strip()
+                          for symbol in request["symbols"]]}
+
+
 MixdbgTorchArgs("mixdbg-torch-args")
+MixdbgDemangle("mixdbg-demangle")
 MixdbgTorchSummaries("mixdbg-torch-summaries")
 MixdbgTensor("mixdbg-tensor")

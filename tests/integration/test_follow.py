@@ -114,7 +114,10 @@ def test_dataloader_workers_stop_tagged(torch_installed: None, tmp_path: Path) -
     assert len(stopped_in) == 2 and main not in stopped_in
     for pid in stopped_in:
         assert tagged[pid]["role"] == "dataloader-worker" and tagged[pid]["ppid"] == main
-    assert all(stop["process"].startswith("DataLoader worker") for stop in result.of("stopped"))
+    # with the worker ids torch gave them (read from its _worker_loop frame's locals)
+    assert sorted(tagged[pid]["worker_id"] for pid in stopped_in) == [0, 1]
+    assert {stop["process"] for stop in result.of("stopped")} == {
+        f"DataLoader worker {tagged[pid]['worker_id']}, pid {pid}" for pid in stopped_in}
     # the breakpoint resolved in every process, and said in which
     assert any({main} | stopped_in <= set(b["pids"]) for b in result.of("breakpoint"))
     # and each worker's exit is its own event (gdb 13 loses some exits: found gone in /proc
@@ -143,6 +146,45 @@ def test_dataloader_worker_crash(torch_installed: None, tmp_path: Path) -> None:
             "process": crashes[0]["process"]} in result.of("exited")
     assert result.returncode == plain.returncode == 1
     assert "DataLoader worker" in result.stderr  # the parent's own error, unchanged
+
+
+SPAWN_RANDN = """\
+import torch
+import torch.multiprocessing as mp
+
+
+def work(i):
+    x = torch.randn(2, 3)  # @child
+    print("child", i, tuple(x.shape), flush=True)
+
+
+if __name__ == "__main__":
+    torch.randn(1)  # @parent
+    mp.spawn(work, nprocs=2)
+    print("parent done", flush=True)
+"""
+
+
+@pytest.mark.torch
+def test_operator_breakpoint_in_spawned_children(torch_installed: None, tmp_path: Path) -> None:
+    # Given torch.multiprocessing.spawn: children that exec a new interpreter and load torch
+    # at addresses of their own
+    script = write(tmp_path, "sp.py", SPAWN_RANDN)
+    # When it runs with an operator breakpoint
+    result = follow_run(["-b", "op:aten::randn", str(script)])
+    # Then each process stops once in randn, at its own Python line, and all finish normally
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = {marker: next(n for n, text in enumerate(SPAWN_RANDN.splitlines(), 1) if f"@{marker}" in text)
+             for marker in ("child", "parent")}
+    main = result.of("session")[0]["pid"]
+    stops = result.of("stopped")
+    assert all(stop["op"] == "aten::randn" for stop in stops)
+    assert [python_frames(s)[0] for s in stops if s["pid"] == main] == [("<module>", lines["parent"])]
+    children = [s for s in stops if s["pid"] != main]
+    assert len({s["pid"] for s in children}) == 2 and len(children) == 2
+    assert all(python_frames(s)[0] == ("work", lines["child"]) for s in children)
+    assert "child 0 (2, 3)" in result.stderr and "child 1 (2, 3)" in result.stderr
+    assert "parent done" in result.stderr
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])

@@ -13,7 +13,7 @@ import pytest
 
 from mixdbg.proctree import procfs
 from mixdbg.proctree.table import Process, ProcessTable, tag
-from mixdbg.proctree.workers import FrameLocals, worker_id_from_frames
+from mixdbg.proctree.workers import PythonFrame, worker_id_from_frames
 
 WORKER_FILE = "/site-packages/torch/utils/data/_utils/worker.py"
 
@@ -118,9 +118,19 @@ def test_children_of_a_quiet_process_are_quiet(sleeper: subprocess.Popen[bytes])
 
 
 def test_worker_id_from_frames() -> None:
-    loop = FrameLocals("_worker_loop", WORKER_FILE, {"worker_id": 1, "done_event": object()})
-    getitem = FrameLocals("__getitem__", "/work/dl.py", {"worker_id": 7})
-    assert worker_id_from_frames([getitem, loop]) == 1
-    assert worker_id_from_frames([getitem]) is None
-    assert worker_id_from_frames([FrameLocals("_worker_loop", "/elsewhere/worker.py", {"worker_id": 1})]) is None
-    assert worker_id_from_frames([FrameLocals("_worker_loop", WORKER_FILE, {"worker_id": True})]) is None
+    loop = PythonFrame("_worker_loop", WORKER_FILE, "0x10")
+    getitem = PythonFrame("__getitem__", "/work/dl.py", "0x20")
+    locals_by_frame = {"0x10": {"worker_id": "1", "done_event": "Event"}, "0x20": {"worker_id": "7"}}
+    read: list[str] = []
+
+    def locals_of(address: str) -> dict[str, str]:
+        read.append(address)
+        return locals_by_frame[address]
+
+    assert worker_id_from_frames([getitem, loop], locals_of) == 1
+    assert read == ["0x10"]  # only the worker loop's locals are read
+    assert worker_id_from_frames([getitem], locals_of) is None
+    elsewhere = PythonFrame("_worker_loop", "/elsewhere/worker.py", "0x10")
+    assert worker_id_from_frames([elsewhere], locals_of) is None
+    locals_by_frame["0x10"]["worker_id"] = "True"
+    assert worker_id_from_frames([loop], locals_of) is None
