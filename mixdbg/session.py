@@ -12,25 +12,22 @@ running unless the user asked to kill it.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from mixdbg import attach, calls, ptrace, pyruntime, stack, symbols
+from mixdbg import attach, calls, ptrace, stack, symbols
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
 from mixdbg.errors import (
     DebuggerError,
     GdbExitedError,
     GdbTimeoutError,
-    NotFoundError,
     UsageError,
 )
 from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, Stopped
@@ -43,8 +40,8 @@ from mixdbg.gdbmi import (
     mi_quote,
 )
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
-from mixdbg.pytorch import views
 from mixdbg.pytorch.opbreaks import OperatorBreakpoints
+from mixdbg.stopview import StopView
 
 log = logging.getLogger(__name__)
 
@@ -88,12 +85,12 @@ class Session:
                  python: str | None = None, follow: str = FOLLOW_PYTHON) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
-        self.max_frames = max_frames
         self.all_threads = all_threads
         self.queue: queue.SimpleQueue[QueueItem] = queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
+        self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
         self.tree = ProcessTree(self.gdb, emit, follow,
-                                workers.worker_id_reader(self._python_frames, self._frame_locals))
+                                workers.worker_id_reader(self.view.python_frames, self.view.frame_locals))
         self.breakpoints: dict[int, Breakpoint] = {}
         self.pid: int | None = None
         self.state = "detached"  # "running" | "stopped" | "detached" | "exited"
@@ -101,12 +98,8 @@ class Session:
         self._quitting = False
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
-        self.python = python  # the debuggee's interpreter
-        self.ops = OperatorBreakpoints(self.gdb, self._insert, self._demangle, python)
-        self._runtimes: dict[int, str] = {}  # PID -> where its interpreter is, as gdb's helper knows
-        self.torch_views = views.TorchViews(self.gdb)
+        self.ops = OperatorBreakpoints(self.gdb, self._insert, self.view.demangle, python)
         self.last_stop: Stopped | None = None
-        self.stopped_pid: int | None = None  # the process of the last reported stop (see _report)
         self._kicking = False
         self._stalled = 0  # failed resumes in a row
 
@@ -157,26 +150,10 @@ class Session:
             self.resume()
             self.gdb.command("-gdb-set auto-solib-add on")
             self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
-        self._locate_python(pid)
+        self.view.locate_python(pid)
         self.ops.bind(pid, self.breakpoints)  # a process that has torch already (attach)
         if child is None:
             self.tree.start_following()
-
-    def _locate_python(self, pid: int) -> None:
-        """Tell gdb's helper where process ``pid``'s ``_PyRuntime`` is (stops read its
-        Python frames from memory there), or why it is not known. Checked at each stop of
-        a process (0.6 ms once the interpreter's symbols are cached): a process that execs
-        a new interpreter keeps its PID but not its addresses."""
-        try:
-            found = pyruntime.find_runtime(pid)
-            where = f"{found.runtime:#x} {found.py_version:#x} {found.hint or '-'}"
-        except NotFoundError as err:
-            where = f"unavailable {err.message}"
-            if pid not in self._runtimes:
-                self.emit(Notice("warning", f"stops in PID {pid} will show native frames only: {err.message}"))
-        if self._runtimes.get(pid) != where:
-            self._runtimes[pid] = where
-            self.gdb.console(f"mixdbg-python {pid} {where}")
 
     def add_breakpoint(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
         """Create a breakpoint (pending until a library defines it) and report it, now or
@@ -202,10 +179,6 @@ class Session:
             raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
         bkpt: dict[str, Any] = result["bkpt"]
         return bkpt
-
-    def _demangle(self, symbols: list[str]) -> list[str]:
-        names: list[str] = views.ask_gdb(self.gdb, "mixdbg-demangle", {"symbols": symbols})["names"]
-        return names
 
     def _bind_operators(self, payload: dict[str, Any]) -> None:
         """At a library-load stop: bind the operator breakpoints in the stopped process."""
@@ -421,14 +394,14 @@ class Session:
                 payload: dict[str, Any], op: str | None = None) -> None:
         thread = payload.get("thread-id")
         process: Process | None = self.tree.stopped_in(payload)
-        self.stopped_pid = process.pid if process else self.pid
-        if self.stopped_pid is not None:
-            self._locate_python(self.stopped_pid)
-        stack_now = self.mixed_stack(self.all_threads)
+        pid = process.pid if process else self.pid
+        if pid is not None:
+            self.view.select(pid)
+        stack_now = self.view.mixed_stack(self.all_threads)
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=int(thread) if thread and str(thread).isdigit() else None,
                           stack=stack_now, op=op, arguments=self.native_arguments(stack_now, op),
-                          pid=self.stopped_pid,
+                          pid=pid,
                           process=process.label() if process and process is not self.tree.root else None)
         self.last_stop = stopped
         self.emit(stopped)
@@ -436,66 +409,29 @@ class Session:
             self.resume()
 
     def mixed_stack(self, all_threads: bool = False) -> stack.MixedStack:
-        """The selected thread's mixed Python + native stack, and with ``all_threads``
-        every thread's (the debuggee must be stopped)."""
-        which = "all" if all_threads else "one"
-        return stack.from_helper(self._helper(f"mixdbg-stack {self.max_frames} {which}"))
+        """The stopped thread's mixed Python + native stack (every thread's with
+        ``all_threads``; see ``stopview``)."""
+        self._require_stopped("stacks")
+        return self.view.mixed_stack(all_threads)
 
     def python_locals(self, index: int | None) -> tuple[int, list[tuple[str, str]]]:
-        """The locals of Python frame ``#index`` of the stopped thread (the innermost
-        Python frame when None): the frame's index, and ``(name, short value)`` pairs."""
-        if self.state != "stopped":
-            raise UsageError("the debuggee is running; locals need it stopped")
-        try:
-            number, frame = stack.python_frame(self.mixed_stack(), index)
-        except LookupError as err:
-            raise UsageError(str(err)) from err
-        pid = self.stopped_pid
-        if pid is not None:
-            self.torch_views.summarise_python_tensors(pid, views.interpreter(pid, self.python))
-        data = self._helper(f"mixdbg-locals {frame.address}")
-        if "error" in data:
-            raise DebuggerError(f"locals of frame #{number}: {data['error']}")
-        return number, [(str(name), str(value)) for name, value in data["locals"]]
-
-    def _python_frames(self, pid: int) -> list[workers.PythonFrame]:
-        """The Python frames of the stopped thread of process ``pid`` (gdb selected it)."""
-        self._locate_python(pid)
-        return [workers.PythonFrame(frame.function, frame.file or "", frame.address or "")
-                for frame in self.mixed_stack().frames if frame.kind == "python"]
-
-    def _frame_locals(self, address: str) -> dict[str, str]:
-        """The locals of the Python frame at ``address`` as short texts ({} if unreadable)."""
-        data = self._helper(f"mixdbg-locals {address}")
-        return {str(name): str(value) for name, value in data.get("locals", [])}
-
-    def _helper(self, command: str) -> dict[str, Any]:
-        """Run a command of ``gdb_helper.py``; return the JSON document it wrote."""
-        fd, name = tempfile.mkstemp(prefix="mixdbg-helper-", suffix=".json")
-        os.close(fd)
-        try:
-            # The path last: the helper takes the rest of the line, spaces included.
-            self.gdb.console(f"{command} {name}", SLOW_COMMAND_TIMEOUT)
-            data: dict[str, Any] = json.loads(Path(name).read_text())
-        finally:
-            os.unlink(name)
-        return data
+        """The locals of Python frame ``#index`` of the stopped thread (see ``stopview``)."""
+        self._require_stopped("locals")
+        return self.view.python_locals(index)
 
     def native_arguments(self, stack_now: stack.MixedStack, op: str | None = None) -> list[dict[str, Any]] | None:
-        """The innermost frame's tensor, list and scalar arguments, read from registers and
-        memory at its entry (None when its signature has none; see ``pytorch.views``)."""
-        frames, pid = stack_now.frames, self.stopped_pid
-        if pid is None or not frames or frames[0].kind != "native":
-            return None
-        names = self.ops.argument_names(op) if op is not None else None
-        return self.torch_views.arguments(pid, views.interpreter(pid, self.python), frames[0].function, names)
+        """The innermost frame's tensor, list and scalar arguments, named after operator
+        ``op``'s schema when it is an operator's kernel (see ``stopview``)."""
+        return self.view.native_arguments(stack_now, self.ops.argument_names(op) if op is not None else None)
 
     def tensor_at(self, address: int) -> dict[str, Any]:
         """The tensor at ``address`` (a TensorImpl or at::Tensor), read from memory only."""
-        pid = self.stopped_pid
-        if self.state != "stopped" or pid is None:
-            raise UsageError("the debuggee is running; tensors are read while it is stopped")
-        return self.torch_views.tensor(pid, views.interpreter(pid, self.python), address)
+        self._require_stopped("tensors")
+        return self.view.tensor_at(address)
+
+    def _require_stopped(self, what: str) -> None:
+        if self.state != "stopped":
+            raise UsageError(f"the debuggee is running; {what} are read while it is stopped")
 
     def evaluate(self, expression: str) -> str:
         """Evaluate a C/C++ expression in the selected frame (the debuggee must be stopped)."""

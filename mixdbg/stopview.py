@@ -1,0 +1,118 @@
+"""What a stopped process looks like: its mixed stack, Python locals and tensors.
+
+Everything here reads, through gdb's helpers (``gdb_helper.py``, ``pytorch/gdb_commands.py``)
+and the stopped process's memory: nothing resumes the process, nothing calls a function in
+it. The session owns the gdb and decides when the process is stopped; a ``StopView``
+answers questions about the process gdb has selected (the one the last stop was in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from mixdbg import pyruntime, stack
+from mixdbg.errors import DebuggerError, NotFoundError, UsageError
+from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbMi
+from mixdbg.proctree import workers
+from mixdbg.pytorch import views
+
+
+class StopView:
+    """Reads the process gdb has stopped and selected; ``pid`` is that process."""
+
+    def __init__(self, gdb: GdbMi, warn: Callable[[str], None], max_frames: int, python: str | None) -> None:
+        self._gdb = gdb
+        self._warn = warn
+        self.max_frames = max_frames
+        self.python = python  # the debuggee's interpreter (the tensor layout probe runs it)
+        self.pid: int | None = None
+        self._runtimes: dict[int, str] = {}  # PID -> where its interpreter is, as gdb's helper knows
+        self.torch = views.TorchViews(gdb)
+
+    def locate_python(self, pid: int) -> None:
+        """Tell gdb's helper where process ``pid``'s ``_PyRuntime`` is (stops read its
+        Python frames from memory there), or why it is not known. Checked at each stop of
+        a process (0.6 ms once the interpreter's symbols are cached): a process that execs
+        a new interpreter keeps its PID but not its addresses."""
+        try:
+            found = pyruntime.find_runtime(pid)
+            where = f"{found.runtime:#x} {found.py_version:#x} {found.hint or '-'}"
+        except NotFoundError as err:
+            where = f"unavailable {err.message}"
+            if pid not in self._runtimes:
+                self._warn(f"stops in PID {pid} will show native frames only: {err.message}")
+        if self._runtimes.get(pid) != where:
+            self._runtimes[pid] = where
+            self._gdb.console(f"mixdbg-python {pid} {where}")
+
+    def select(self, pid: int) -> None:
+        """A stop in process ``pid`` (gdb selected it): read that process from now on."""
+        self.pid = pid
+        self.locate_python(pid)
+
+    def mixed_stack(self, all_threads: bool = False) -> stack.MixedStack:
+        """The selected thread's mixed Python + native stack, and with ``all_threads``
+        every thread's."""
+        which = "all" if all_threads else "one"
+        return stack.from_helper(self._helper(f"mixdbg-stack {self.max_frames} {which}"))
+
+    def python_locals(self, index: int | None) -> tuple[int, list[tuple[str, str]]]:
+        """The locals of Python frame ``#index`` of the stopped thread (the innermost
+        Python frame when None): the frame's index, and ``(name, short value)`` pairs."""
+        try:
+            number, frame = stack.python_frame(self.mixed_stack(), index)
+        except LookupError as err:
+            raise UsageError(str(err)) from err
+        if self.pid is not None:
+            self.torch.summarise_python_tensors(self.pid, views.interpreter(self.pid, self.python))
+        data = self._helper(f"mixdbg-locals {frame.address}")
+        if "error" in data:
+            raise DebuggerError(f"locals of frame #{number}: {data['error']}")
+        return number, [(str(name), str(value)) for name, value in data["locals"]]
+
+    def python_frames(self, pid: int) -> list[workers.PythonFrame]:
+        """The Python frames of the stopped thread of process ``pid`` (gdb selected it)."""
+        self.select(pid)
+        return [workers.PythonFrame(frame.function, frame.file or "", frame.address or "")
+                for frame in self.mixed_stack().frames if frame.kind == "python"]
+
+    def frame_locals(self, address: str) -> dict[str, str]:
+        """The locals of the Python frame at ``address`` as short texts ({} if unreadable)."""
+        data = self._helper(f"mixdbg-locals {address}")
+        return {str(name): str(value) for name, value in data.get("locals", [])}
+
+    def native_arguments(self, stack_now: stack.MixedStack, names: list[str] | None) -> list[dict[str, Any]] | None:
+        """The innermost frame's tensor, list and scalar arguments, read from registers and
+        memory at its entry (None when its signature has none; see ``pytorch.views``);
+        ``names``: the parameters' names when known (an operator's schema)."""
+        frames = stack_now.frames
+        if self.pid is None or not frames or frames[0].kind != "native":
+            return None
+        return self.torch.arguments(self.pid, views.interpreter(self.pid, self.python), frames[0].function, names)
+
+    def tensor_at(self, address: int) -> dict[str, Any]:
+        """The tensor at ``address`` (a TensorImpl or at::Tensor), read from memory only."""
+        if self.pid is None:
+            raise UsageError("no stop yet: tensors are read while the debuggee is stopped")
+        return self.torch.tensor(self.pid, views.interpreter(self.pid, self.python), address)
+
+    def demangle(self, symbols: list[str]) -> list[str]:
+        """The C++ names of mangled ``symbols``, as gdb demangles them."""
+        names: list[str] = views.ask_gdb(self._gdb, "mixdbg-demangle", {"symbols": symbols})["names"]
+        return names
+
+    def _helper(self, command: str) -> dict[str, Any]:
+        """Run a command of ``gdb_helper.py``; return the JSON document it wrote."""
+        fd, name = tempfile.mkstemp(prefix="mixdbg-helper-", suffix=".json")
+        os.close(fd)
+        try:
+            # The path last: the helper takes the rest of the line, spaces included.
+            self._gdb.console(f"{command} {name}", SLOW_COMMAND_TIMEOUT)
+            data: dict[str, Any] = json.loads(Path(name).read_text())
+        finally:
+            os.unlink(name)
+        return data
