@@ -39,9 +39,9 @@ class BreakSpec:
 
     def mi_insert(self, enabled: bool = True, location: str | None = None) -> str:
         """The ``-break-insert`` command that creates this breakpoint (pending if needed);
-        ``location``: there instead (an operator spec's kernel: a quoted C++ function name)."""
+        ``location``: there instead (an operator spec's kernel: its quoted C++ name or ``*ADDRESS``)."""
         parts = ["-break-insert", "-f"] + ([] if enabled else ["-d"])
-        if not self.is_line:
+        if not self.is_line and not (location or "").startswith("*"):
             parts.append("--qualified")
         if self.condition:
             parts += ["-c", mi_quote(self.condition)]

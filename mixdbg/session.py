@@ -98,7 +98,8 @@ class Session:
         self._quitting = False
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
-        self.ops = OperatorBreakpoints(self.gdb, self._insert, self.view.demangle, python)
+        self.ops = OperatorBreakpoints(self.gdb, self._insert, self.view.demangle, python,
+                                       by_address=follow == FOLLOW_NONE)
         self.last_stop: Stopped | None = None
         self._kicking = False
         self._stalled = 0  # failed resumes in a row

@@ -41,21 +41,23 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def run_with(tmp_path: Path, spec: str, source: str | None = None) -> MixdbgRun:
+def run_with(tmp_path: Path, spec: str, source: str | None = None, follow: str = "python") -> MixdbgRun:
     """Run ``source`` (default: the README example) with one breakpoint; it must exit 0."""
     script = EXAMPLE
     if source is not None:
         script = tmp_path / "script.py"
         script.write_text(source)
-    result = run_mixdbg(["run", "--json", "--port", "0", "-b", spec, str(script)], env=_env(tmp_path), timeout=170)
+    result = run_mixdbg(["run", "--json", "--port", "0", "--follow", follow, "-b", spec, str(script)],
+                        env=_env(tmp_path), timeout=170)
     assert result.returncode == 0, result.stderr[-2000:]
     return result
 
 
-def test_op_add_stops_once_per_call_naming_the_overload(torch_installed: None, tmp_path: Path) -> None:
+@pytest.mark.parametrize("follow", ["python", "none"])  # kernels by C++ name / by address
+def test_op_add_stops_once_per_call_naming_the_overload(torch_installed: None, tmp_path: Path, follow: str) -> None:
     # Given a script with four additions of CPU tensors
     # When it runs with an operator breakpoint on every overload of aten::add
-    result = run_with(tmp_path, "op:aten::add", ADD)
+    result = run_with(tmp_path, "op:aten::add", ADD, follow)
     # Then it stops exactly four times, each naming the overload that ran, in a CPU kernel
     stops = result.of("stopped")
     assert [stop["op"] for stop in stops] == ["aten::add.Tensor"] * 4
