@@ -98,6 +98,18 @@ def _check_syntax(kind, target, status_fd):
         os._exit(65)
 
 
+def _fork_not_vfork():
+    """With ``MIXDBG_NO_VFORK=1`` (children followed under gdb: see mixdbg's attach.py),
+    let ``subprocess`` fork rather than vfork or posix_spawn; the program run is the same."""
+    if os.environ.pop("MIXDBG_NO_VFORK", None) != "1":
+        return
+    import subprocess
+
+    for flag in ("_USE_VFORK", "_USE_POSIX_SPAWN"):
+        if hasattr(subprocess, flag):
+            setattr(subprocess, flag, False)
+
+
 def _run_target(kind, target, args):
     """Run the user's code as the interpreter itself would."""
     if kind == "module":
@@ -128,6 +140,7 @@ def main(argv):
     os.close(gate_fd)
     if wait_for_client:
         sys.modules["debugpy"].wait_for_client()
+    _fork_not_vfork()
     _run_target(kind, target, args)
 
 

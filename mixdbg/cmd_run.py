@@ -18,7 +18,7 @@ from mixdbg.breakpoints import BreakSpec, parse_spec
 from mixdbg.errors import UsageError
 from mixdbg.events import Exited, SessionStarted
 from mixdbg.output import Output
-from mixdbg.proctree import FOLLOW_MODES, FOLLOW_PYTHON
+from mixdbg.proctree import FOLLOW_MODES, FOLLOW_NONE, FOLLOW_PYTHON
 from mixdbg.prompt import start_prompt
 from mixdbg.session import Session, SessionEnded
 
@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
             debuggee = attach.launch(target, attach.LaunchOptions(
                 python=args.python, host=args.host, port=args.port, wait_for_client=args.wait_for_client,
                 tracer=os.getpid(), stdout=sys.stderr if args.json else None,
-                stdin_devnull=not session.auto_continue,
+                stdin_devnull=not session.auto_continue, no_vfork=args.follow != FOLLOW_NONE,
             ))
             output.progress(f"attaching gdb to PID {debuggee.pid}")
             session.attach(debuggee.pid, child=debuggee)
