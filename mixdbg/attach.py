@@ -295,6 +295,24 @@ def command_line(pid: int, proc_root: Path = Path("/proc")) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
+#: In a launched debuggee's command line (see ``launch``), the bootstrap's own arguments
+#: between its path and the target's kind.
+_BOOTSTRAP_ARGUMENTS = 7
+
+
+def program_line(pid: int) -> list[str]:
+    """A process's command line as the user would have written it: for a debuggee mixdbg
+    launched (and its fork children, which share the line), ``python SCRIPT ARGS`` or
+    ``python -m MODULE ARGS`` instead of the bootstrap's invocation."""
+    argv = command_line(pid)
+    starts = [i for i, part in enumerate(argv) if Path(part).name == BOOTSTRAP.name and i > 0]
+    if not starts or len(argv) < starts[0] + _BOOTSTRAP_ARGUMENTS + 3:
+        return argv
+    kind_at = starts[0] + 1 + _BOOTSTRAP_ARGUMENTS
+    kind, target, args = argv[kind_at], argv[kind_at + 1], argv[kind_at + 2:]
+    return [argv[0], *(["-m"] if kind == "module" else []), target, *args]
+
+
 def _cmdline_role(proc: psutil.Process) -> str:
     """The role a process's command line shows (a debuggee that called debugpy.listen()
     from its own code shows none: see ``_served_debuggees``)."""

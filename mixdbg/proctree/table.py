@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mixdbg.attach import command_line
+from mixdbg.attach import program_line
 from mixdbg.proctree import procfs
 
 MAIN, DATALOADER_WORKER, RANK, CHILD = "main", "dataloader-worker", "rank", "child"
@@ -66,7 +66,7 @@ class ProcessTable:
 
     def started(self, inferior: str, pid: int) -> Process:
         """A process appeared in gdb (attached, forked, or re-started in an inferior)."""
-        process = Process(inferior=inferior, pid=pid, ppid=procfs.parent_pid(pid), argv=command_line(pid))
+        process = Process(inferior=inferior, pid=pid, ppid=procfs.parent_pid(pid), argv=program_line(pid))
         if self.root is None:
             process.role = MAIN
             self.root = process
@@ -108,7 +108,7 @@ def tag(process: Process) -> None:
     a DataLoader worker is renamed once ``_worker_loop`` runs)."""
     if process.role == MAIN:
         return
-    process.argv = command_line(process.pid) or process.argv
+    process.argv = program_line(process.pid) or process.argv
     variables = procfs.environ_vars(process.pid, RANK_VARIABLES)
     process.rank = {name: int(value) for name, value in variables.items() if value.isdigit()}
     if procfs.comm(process.pid) == DATALOADER_WORKER_COMM:

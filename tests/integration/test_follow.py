@@ -116,6 +116,8 @@ def test_dataloader_workers_stop_tagged(torch_installed: None, tmp_path: Path) -
         assert tagged[pid]["role"] == "dataloader-worker" and tagged[pid]["ppid"] == main
     # with the worker ids torch gave them (read from its _worker_loop frame's locals)
     assert sorted(tagged[pid]["worker_id"] for pid in stopped_in) == [0, 1]
+    # every process shows the command line the user ran, not mixdbg's launcher (workers share it)
+    assert all(tagged[pid]["argv"][1:] == [str(script), "2"] for pid in {main} | stopped_in)
     assert {stop["process"] for stop in result.of("stopped")} == {
         f"DataLoader worker {tagged[pid]['worker_id']}, pid {pid}" for pid in stopped_in}
     # the breakpoint resolved in every process, and said in which
