@@ -63,7 +63,8 @@ class LaunchOptions:
     port: int
     wait_for_client: bool = False  # also lets debugpy follow child processes (see bootstrap)
     tracer: int | None = None  # None: any process of ours may trace (VS Code's gdb)
-    stdout: IO[str] | None = None  # None: inherit ours
+    stdout: IO[str] | IO[bytes] | None = None  # None: inherit ours
+    stderr: IO[str] | IO[bytes] | None = None
     stdin_devnull: bool = False
     #: Children are followed under gdb: the script's ``subprocess`` forks instead of vforking
     #: (see ``NO_VFORK_ENV``).
@@ -258,7 +259,7 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
         # debuggee's output survives mixdbg's death.
         process = subprocess.Popen(
             argv, pass_fds=(status_write, gate_read), env=_launch_environment(options),
-            start_new_session=True, stdout=options.stdout, cwd=options.cwd,
+            start_new_session=True, stdout=options.stdout, stderr=options.stderr, cwd=options.cwd,
             stdin=subprocess.DEVNULL if options.stdin_devnull else None,
         )
     except OSError as err:

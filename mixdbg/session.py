@@ -86,11 +86,12 @@ class Session:
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
                  gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
                  python: str | None = None, follow: str = FOLLOW_PYTHON,
-                 hub: agents.AgentHub | None = None) -> None:
+                 hub: agents.AgentHub | None = None,
+                 items: queue.SimpleQueue[QueueItem] | None = None) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.all_threads = all_threads
-        self.queue: queue.SimpleQueue[QueueItem] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
         self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
         self.tree = ProcessTree(self.gdb, emit, follow,
@@ -335,7 +336,7 @@ class Session:
                     self._reconcile()
                     self._unstick()
                     continue
-                self._handle(item)
+                self.handle(item)
         except SessionEnded as end:
             return end.code
         except GdbExitedError:
@@ -361,13 +362,14 @@ class Session:
                 if callable(item):
                     self._deferred.append(item)
                 else:
-                    self._handle(item, reporting=reporting)
+                    self.handle(item, reporting=reporting)
         finally:
             for action in self._deferred:
                 self.queue.put(action)
             self._deferred.clear()
 
-    def _handle(self, item: QueueItem, reporting: bool = True) -> None:
+    def handle(self, item: QueueItem, reporting: bool = True) -> None:
+        """Process one queue item: a gdb record, gdb's end, or an action."""
         if item is None:
             self._gdb_died()
         elif isinstance(item, MiRecord):
