@@ -122,8 +122,8 @@ class Inspector:
             lwp = int(match.group(1) or match.group(2)) if match else 0
             pid = process.pid if process is not None else (self.root_pid or 0)
             own = "MainThread" if lwp == pid else str(raw.get("name") or f"thread {lwp}")
-            who = process.label() if process is not None and process is not self.tree.root else f"pid {pid}"
-            name = f"{who.replace(f', pid {pid}', f' (pid {pid})')}: {own}"
+            who = process.label() if process is not None and process is not self.tree.root else "main"
+            name = f"{who.replace(f', pid {pid}', '')} (pid {pid}): {own}"
             threads.append(ThreadInfo(id=int(raw["id"]), pid=pid, lwp=lwp, name=name))
         return threads
 
@@ -207,7 +207,7 @@ class Inspector:
             body = self.agent_request({"command": "variables", "frame": _python_index(stack, index)})
             return [_python_variable(raw) for raw in body.get("variables", [])]
         self.select(thread)
-        return [Variable(name, value) for name, value in self.view.frame_locals(frame.address or "0").items()]
+        return [Variable(name, value) for name, value in self.view.locals_at(frame.address or "0")]
 
     def evaluate(self, expression: str, thread: int, index: int, context: str) -> Variable:
         """``expression`` in frame ``index`` of ``thread``: Python in Python frames (at
