@@ -109,7 +109,8 @@ class Session:
         self.hub = hub
         self._trap: int | None = None
         self.inspect = Inspector(self.gdb, self.view, self.tree, hub, self._agent_request)
-        self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume, self._tell_agent)
+        self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume, self._tell_agent,
+                               self._agents_alive)
         self._reply: dict[str, Any] | None = None
         self._catch_throw: int | None = None  # gdb's C++ throw catchpoint, when asked for
         self._deferred: list[Action] = []
@@ -278,6 +279,13 @@ class Session:
             self.state = "running"
             self.inspect.forget()
             self.stop = None
+
+    def _agents_alive(self) -> dict[int, int]:
+        """The processes of the tree that have an agent, and its shared block's address."""
+        if self.hub is None:
+            return {}
+        live = set(self.tree.live_pids()) | ({self.pid} if self.pid else set())
+        return {pid: shared for pid, shared in self.hub.shared.items() if pid in live}
 
     def _leave_stop(self) -> None:
         """Before the tree runs: a thread at a Python stop is told to continue (unless a
@@ -544,6 +552,7 @@ class Session:
         self.stop = StopPoint(pid or 0, thread_id or 0, python)
         stack_now = self.view.mixed_stack(self.all_threads)
         if thread_id is not None:
+            stack_now = self.inspect.as_stopped(thread_id, stack_now)
             self.inspect.remember(thread_id, stack_now)
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=thread_id,

@@ -101,15 +101,17 @@ def is_agent_file(file: str | None) -> bool:
 
 def _without_agent(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The frames without the trap: when the innermost Python frames are the agent's (a
-    Python stop), they and every native frame inside them go."""
-    last = -1
+    Python stop), they go, and so does every native frame inside the user's frame below
+    them (the trap, the interpreter's tracing machinery)."""
+    seen_agent = False
     for index, raw in enumerate(frames):
         if raw.get("kind") != "python":
             continue
-        if not is_agent_file(raw.get("file")):
-            break
-        last = index
-    return frames[last + 1:]
+        if is_agent_file(raw.get("file")):
+            seen_agent = True
+            continue
+        return frames[index:] if seen_agent else frames
+    return frames
 
 
 def _without_launcher(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -192,6 +192,8 @@ class Adapter:
             self._breakpoint_changed(event)
         elif isinstance(event, Exited):
             if event.pid is None:
+                if self.output is not None:
+                    self.output.drain()
                 self.connection.event("exited", {"exitCode": _exit_code(event)})
             else:
                 self.say(f"{event.process or event.pid}: exited with "

@@ -20,7 +20,7 @@ from mixdbg.engine.stepping import StepContext
 from mixdbg.errors import DebuggerError, UsageError
 from mixdbg.gdbmi import GdbCommandError, GdbMi, mi_quote
 from mixdbg.proctree import ProcessTree
-from mixdbg.stack import MixedStack
+from mixdbg.stack import Frame, MixedStack
 from mixdbg.stopview import StopView
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class Inspector:
     def trapped_mailbox(self, pid: int) -> agents.Mailbox | None:
         """The mailbox the trap was called with in the stopped thread, if an agent's."""
         try:
-            value = self.gdb.command(f"-data-evaluate-expression (unsigned long){FIRST_ARGUMENT}")["value"]
+            value = self.gdb.command("-data-evaluate-expression " + mi_quote(f"(unsigned long){FIRST_ARGUMENT}"))["value"]
         except GdbCommandError as err:
             log.info("reading the trap's argument: %s", err.gdb_message)
             return None
@@ -135,8 +135,19 @@ class Inspector:
         """Thread ``thread``'s mixed stack (read once per stop)."""
         if thread not in self._stacks:
             self.select(thread)
-            self._stacks[thread] = self.view.mixed_stack()
+            self._stacks[thread] = self.as_stopped(thread, self.view.mixed_stack())
         return self._stacks[thread]
+
+    def as_stopped(self, thread: int, stack: MixedStack) -> MixedStack:
+        """The stack to show for ``thread``: at an uncaught Python exception the agent stops
+        in the exception hook, after the frames it went through are gone; their traceback
+        is the stack then."""
+        message = self.stop.mailbox.message if self.stop and self.stop.mailbox and self.stop.thread == thread else {}
+        if message.get("depth") != 0 or not message.get("frames"):
+            return stack
+        frames = tuple(Frame(kind="python", function=str(raw.get("name")), file=raw.get("file"),
+                             line=raw.get("line"), library=None) for raw in message["frames"])
+        return MixedStack(frames=frames, python_status="ok (the exception's traceback)", truncated=False)
 
     def select(self, thread: int, level: int = 0) -> None:
         """Make ``thread`` (and its frame ``level``) gdb's selected one."""
