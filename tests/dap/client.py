@@ -218,10 +218,10 @@ class DapClient(DapConnection):
         seq = self.send_request(kind, config)
 
         def initialized_or_failed() -> Message | None:
-            failed = self._responses.get(seq, ({}, 0.0))[0]
-            if failed and not failed["success"]:
+            failed = self._responses.get(seq)
+            if failed is not None and not failed["success"]:
                 return failed
-            return next((event for event, _ in self._events if event.get("event") == "initialized"), None)
+            return next((event for event in self._events if event.get("event") == "initialized"), None)
         first = self._wait(f"the initialized event after {kind}", initialized_or_failed, timeout)
         if first.get("type") == "response":
             raise RequestFailed(first)
@@ -269,9 +269,10 @@ class DapClient(DapConnection):
         threads: list[Message] = self.request("threads")["body"]["threads"]
         return threads
 
-    def stack(self, thread_id: int, levels: int | None = None) -> list[Message]:
-        """The stack frames of a stopped thread, innermost first."""
-        arguments: dict[str, Any] = {"threadId": thread_id}
+    def stack(self, thread_id: int, levels: int | None = None, start: int = 0) -> list[Message]:
+        """The stack frames of a stopped thread, innermost first (``levels`` of them from
+        frame ``start``, as VS Code pages a deep stack; all by default)."""
+        arguments: dict[str, Any] = {"threadId": thread_id, "startFrame": start}
         if levels is not None:
             arguments["levels"] = levels
         frames: list[Message] = self.request("stackTrace", **arguments)["body"]["stackFrames"]

@@ -69,8 +69,8 @@ class DapConnection:
         self._send_lock = threading.Lock()
         self._cond = threading.Condition()
         self._sent: dict[int, tuple[str, float]] = {}
-        self._responses: dict[int, tuple[Message, float]] = {}
-        self._events: list[tuple[Message, float]] = []
+        self._responses: dict[int, Message] = {}
+        self._events: list[Message] = []
         self._cursor: dict[str, int] = {}
         self._violations: list[ProtocolViolation] = []
         self._ended: str | None = None
@@ -109,7 +109,7 @@ class DapConnection:
         """The response to request ``seq``, successful or not."""
         command = self._sent[seq][0]
         found = self._wait(f"the response to {command} (seq {seq})",
-                           lambda: self._responses[seq][0] if seq in self._responses else None, timeout)
+                           lambda: self._responses.get(seq), timeout)
         return found
 
     def request_raw(self, command: str, timeout: float | None = None, **arguments: Any) -> Message:
@@ -161,9 +161,9 @@ class DapConnection:
             self._violations.extend(problems)
             self.log.append(("<-", message, now))
             if kind == "response":
-                self._responses[message.get("request_seq", -1)] = (message, now)
+                self._responses[message.get("request_seq", -1)] = message
             elif kind == "event":
-                self._events.append((message, now))
+                self._events.append(message)
             self._cond.notify_all()
         if kind == "request":
             self._answer_reverse_request(message)
@@ -236,7 +236,7 @@ class DapConnection:
         returned for that name: events that came before the call are not lost."""
         def find() -> Message | None:
             for index in range(self._cursor.get(name, 0), len(self._events)):
-                event = self._events[index][0]
+                event = self._events[index]
                 if event.get("event") == name and (predicate is None or predicate(event)):
                     self._cursor[name] = index + 1
                     return event
@@ -246,7 +246,7 @@ class DapConnection:
     def events(self, name: str) -> list[Message]:
         """Every ``name`` event received so far."""
         with self._cond:
-            return [event for event, _ in self._events if event.get("event") == name]
+            return [event for event in self._events if event.get("event") == name]
 
     def output(self, category: str | None = None) -> str:
         """The text of the ``output`` events so far, of one category (``stdout``,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import pyenv_python
@@ -49,6 +50,21 @@ def test_driver_scripts_run_under_plain_python(natives: NativeSet, script: str, 
     getattr(natives, module)
     done = natives.run_script(script)
     assert (done.returncode, done.stdout) == (0, expected), done.stderr
+
+
+def test_a_script_records_its_result(natives: NativeSet, capi_module: NativeModule, tmp_path: Path) -> None:
+    # Given $MIXDBG_TEST_RESULT naming a file, and stdout going nowhere
+    result = tmp_path / "result"
+    done = subprocess.run([natives.python, str(natives.script("capi_main.py"))], env={
+        **natives.env(), "MIXDBG_TEST_RESULT": str(result)}, stdout=subprocess.DEVNULL, timeout=120, check=False)
+    # Then the script's last line is in the file
+    assert done.returncode == 0 and result.read_text() == "capi total 6 called 7\n"
+
+
+@pytest.mark.torch
+def test_ops_script(natives: NativeSet, torch_installed: None) -> None:
+    done = natives.run_script("ops_main.py")
+    assert (done.returncode, done.stdout) == (0, "ops sum 18.0 shape (2, 3)\n"), done.stderr
 
 
 @pytest.mark.torch
