@@ -1,31 +1,29 @@
-"""A Debug Adapter Protocol client for tests, playing VS Code: the same start-up sequence
-and capabilities, reverse requests answered (``runInTerminal`` really runs the command),
-and every message sent or received checked against the protocol's JSON schema.
-
-A reader thread receives everything; the test's thread waits, with a timeout, for a
-response or the next event of a kind. A schema violation, a response to no request or a
-malformed frame fails the next wait (or ``close()``) with the offending JSON."""
+"""A Debug Adapter Protocol client for tests, playing VS Code: its capabilities and
+start-up sequence, reverse requests answered (``runInTerminal`` really runs the command,
+detached, as an editor's terminal does), helpers for stops, and a close() that never
+hangs and leaves nothing running. Every message is checked against the DAP schema (see
+:mod:`dap.connection`)."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import psutil
 
+from .connection import AdapterGone, DapConnection, DapTimeout, RequestFailed, Timed
 from .schema import DapSchema, Message, ProtocolViolation
-from .transport import Framer, PipeStream, SocketStream, Stream, connect_tcp, encode, wait_for_port
+from .transport import PipeStream, SocketStream, Stream, connect_tcp, wait_for_port
 
-T = TypeVar("T")
+__all__ = ["VSCODE_CLIENT", "AdapterGone", "DapClient", "DapTimeout", "ProtocolViolation", "RequestFailed", "Startup",
+           "Terminal", "Timed"]
 
 #: What VS Code 1.9x says about itself in ``initialize``.
 VSCODE_CLIENT: dict[str, Any] = {
@@ -36,25 +34,6 @@ VSCODE_CLIENT: dict[str, Any] = {
     "supportsArgsCanBeInterpretedByShell": True, "supportsStartDebuggingRequest": True,
     "supportsANSIStyling": True,
 }
-#: Messages quoted when a wait fails.
-RECENT = 10
-
-
-class RequestFailed(AssertionError):
-    """A request answered with ``success: false``; ``response`` is the whole answer."""
-
-    def __init__(self, response: Message) -> None:
-        self.response = response
-        super().__init__(f"{response.get('command')} failed: {response.get('message')!r} "
-                         f"{json.dumps(response.get('body'))[:1000]}")
-
-
-class DapTimeout(AssertionError):
-    """A wait ran out of time; the message says what was awaited and what was seen last."""
-
-
-class AdapterGone(AssertionError):
-    """The connection ended while something was still awaited."""
 
 
 @dataclass
@@ -81,18 +60,10 @@ class Startup:
     breakpoints as the adapter reported them, per source path."""
 
     response: Message
+    #: When (``time.monotonic()``) the ``launch``/``attach`` request was sent.
+    sent_at: float
     breakpoints: dict[str, list[Message]] = field(default_factory=dict)
     function_breakpoints: list[Message] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Timed:
-    """A request's response and the event it led to, with seconds from sending the request."""
-
-    response: Message
-    event: Message
-    to_response: float
-    to_event: float
 
 
 def _breakpoint(spec: int | Mapping[str, Any]) -> dict[str, Any]:
@@ -103,43 +74,27 @@ def _function_breakpoint(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     return {"name": spec} if isinstance(spec, str) else dict(spec)
 
 
-class DapClient:
-    """One connection to a debug adapter. Make one with :meth:`spawn` (stdio),
+class DapClient(DapConnection):
+    """A debug adapter's client, as VS Code is. Make one with :meth:`spawn` (stdio),
     :meth:`serve` (an adapter listening on TCP) or :meth:`connect` (a port)."""
 
     def __init__(self, stream: Stream, workdir: Path, schema: DapSchema, *, process: subprocess.Popen[bytes] | None
                  = None, stderr: Path | None = None, timeout: float = 30.0) -> None:
+        #: Where terminal logs and the adapter's stderr go.
         self.workdir = workdir
-        self.schema = schema
+        #: The adapter process, when the client started it.
         self.process = process
-        self.stderr = stderr
-        self.timeout = timeout
         #: The adapter's ``initialize`` answer (its capabilities), once initialized.
         self.capabilities: Message = {}
         self.initialized = False
-        #: Every message in order: ("->" sent / "<-" received, message, time.monotonic()).
-        self.log: list[tuple[str, Message, float]] = []
         #: ``runInTerminal`` commands run, and ``startDebugging`` arguments received.
         self.terminals: list[Terminal] = []
         self.start_debugging: list[Message] = []
         #: PIDs the client ended at close() because they outlived the session.
         self.killed: list[int] = []
-        self._stream = stream
-        self._framer = Framer(stream)
-        self._seq = itertools.count(1)
-        self._send_lock = threading.Lock()
-        self._cond = threading.Condition()
-        self._sent: dict[int, tuple[str, float]] = {}
-        self._responses: dict[int, tuple[Message, float]] = {}
-        self._events: list[tuple[Message, float]] = []
-        self._cursor: dict[str, int] = {}
         self._processes: list[psutil.Process] = []
-        self._violations: list[ProtocolViolation] = []
-        self._ended: str | None = None
-        self._disconnected = False
         self._closed = False
-        self._reader = threading.Thread(target=self._read_loop, name="dap-client-reader", daemon=True)
-        self._reader.start()
+        super().__init__(stream, schema, stderr=stderr, timeout=timeout)
 
     # --- making a client ----------------------------------------------------------------
 
@@ -184,94 +139,11 @@ class DapClient:
         workdir.mkdir(parents=True, exist_ok=True)
         return cls(SocketStream(connect_tcp(host, port, timeout)), workdir, schema, timeout=timeout)
 
-    # --- sending --------------------------------------------------------------------------
+    # --- what an editor does for the adapter ---------------------------------------------
 
-    def _send(self, message: Message) -> int:
-        with self._send_lock:
-            seq = next(self._seq)
-            message = {"seq": seq, **message}
-            self.schema.check(message, "sent")
-            now = time.monotonic()
-            if message["type"] == "request":
-                self._sent[seq] = (message["command"], now)
-            with self._cond:
-                self.log.append(("->", message, now))
-            try:
-                self._stream.send(encode(message))
-            except OSError as error:
-                raise AdapterGone(f"cannot send {message.get('command')}: {error}{self._stderr_tail()}") from None
-        return seq
-
-    def send_request(self, command: str, arguments: Mapping[str, Any] | None = None) -> int:
-        """Send a request without waiting; its ``seq``, for :meth:`wait_response`."""
-        if command == "disconnect":
-            self._disconnected = True
-        message: Message = {"type": "request", "command": command}
-        if arguments is not None:
-            message["arguments"] = dict(arguments)
-        return self._send(message)
-
-    def wait_response(self, seq: int, timeout: float | None = None) -> Message:
-        """The response to request ``seq``, successful or not."""
-        command = self._sent[seq][0]
-        found = self._wait(f"the response to {command} (seq {seq})",
-                           lambda: self._responses[seq][0] if seq in self._responses else None, timeout)
-        return found
-
-    def request_raw(self, command: str, timeout: float | None = None, **arguments: Any) -> Message:
-        """Send a request and return its response, even a failed one."""
-        return self.wait_response(self.send_request(command, arguments), timeout)
-
-    def request(self, command: str, timeout: float | None = None, **arguments: Any) -> Message:
-        """Send a request and return its successful response; :class:`RequestFailed` otherwise."""
-        response = self.request_raw(command, timeout, **arguments)
-        if not response["success"]:
-            raise RequestFailed(response)
-        return response
-
-    # --- receiving ------------------------------------------------------------------------
-
-    def _read_loop(self) -> None:
-        ended = "the adapter closed the connection"
-        try:
-            while (message := self._framer.next_message()) is not None:
-                self._receive(message)
-        except ProtocolViolation as violation:
-            ended = f"the connection broke the framing: {violation}"
-            self._violations.append(violation)
-        except Exception as error:  # noqa: BLE001 (waits must learn why the reader stopped, not time out)
-            ended = f"the client's reader failed: {error!r}"
-        with self._cond:
-            self._ended = ended
-            self._cond.notify_all()
-
-    def _receive(self, message: Message) -> None:
-        now = time.monotonic()
-        problems = []
-        try:
-            self.schema.check(message, "received")
-        except ProtocolViolation as violation:
-            problems.append(violation)
-        kind = message.get("type")
-        if kind == "response":
-            sent = self._sent.get(message.get("request_seq", -1))
-            if sent is None or sent[0] != message.get("command"):
-                problems.append(ProtocolViolation(f"a response to no request of ours (we sent {sent}):\n"
-                                                  f"{json.dumps(message)[:2000]}"))
-        if kind == "event" and message.get("event") == "process":
-            self._track_process(message)
-        with self._cond:
-            self._violations.extend(problems)
-            self.log.append(("<-", message, now))
-            if kind == "response":
-                self._responses[message.get("request_seq", -1)] = (message, now)
-            elif kind == "event":
-                self._events.append((message, now))
-            self._cond.notify_all()
-        if kind == "request":
-            self._answer_reverse_request(message)
-
-    def _track_process(self, event: Message) -> None:
+    def _received_event(self, event: Message) -> None:
+        if event.get("event") != "process":
+            return
         pid = event.get("body", {}).get("systemProcessId")
         if isinstance(pid, int):
             try:
@@ -279,25 +151,15 @@ class DapClient:
             except psutil.NoSuchProcess:
                 pass  # it already ended: nothing to clean up
 
-    def _answer_reverse_request(self, request: Message) -> None:
-        command, arguments = request.get("command"), request.get("arguments", {})
-        response: Message = {"type": "response", "request_seq": request.get("seq"), "command": command,
-                             "success": True}
-        try:
-            if command == "runInTerminal":
-                response["body"] = self._run_in_terminal(arguments)
-            elif command == "startDebugging":
-                self.start_debugging.append(arguments)
-            else:
-                raise ValueError(f"the test client does not handle the reverse request {command!r}")
-        except (OSError, ValueError) as error:
-            response.update(success=False, message=str(error), body={"error": {"id": 1, "format": str(error)}})
-        try:
-            self._send(response)
-        except (ProtocolViolation, AdapterGone) as problem:
-            with self._cond:
-                self._violations.append(ProtocolViolation(f"answering {command}: {problem}"))
-                self._cond.notify_all()
+    def reverse_request(self, command: str, arguments: Message) -> Message | None:
+        """``runInTerminal`` runs the command; ``startDebugging`` is recorded and
+        acknowledged; anything else is answered with an error."""
+        if command == "runInTerminal":
+            return self._run_in_terminal(arguments)
+        if command == "startDebugging":
+            self.start_debugging.append(arguments)
+            return None
+        return super().reverse_request(command, arguments)
 
     def _run_in_terminal(self, arguments: Message) -> Message:
         env = dict(os.environ)
@@ -316,90 +178,10 @@ class DapClient:
         self.terminals.append(Terminal(arguments, process, log))
         return {"processId": process.pid, "shellProcessId": process.pid}
 
-    # --- waiting --------------------------------------------------------------------------
-
-    def _stderr_tail(self) -> str:
-        if self.stderr is None or not self.stderr.exists():
-            return ""
-        return f"\nadapter stderr (end): {self.stderr.read_text(errors='replace')[-1500:]}"
-
-    def recent(self, count: int = RECENT) -> str:
-        """The last ``count`` messages, one a line, for failure messages."""
-        with self._cond:
-            last = self.log[-count:]
-        return "\n".join(f"  {arrow} {json.dumps(message)[:600]}" for arrow, message, _ in last)
-
-    def _raise_violations(self) -> None:
-        if self._violations:
-            first, others = self._violations[0], len(self._violations) - 1
-            self._violations.clear()
-            raise ProtocolViolation(f"{first}" + (f"\n(and {others} more violations)" if others else ""))
-
-    def _wait(self, what: str, find: Callable[[], T | None], timeout: float | None) -> T:
-        limit = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + limit
-        with self._cond:
-            while True:
-                self._raise_violations()
-                found = find()
-                if found is not None:
-                    return found
-                if self._ended is not None:
-                    raise AdapterGone(f"{self._ended} while waiting for {what}; last messages:\n"
-                                      f"{self.recent()}{self._stderr_tail()}")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise DapTimeout(f"timed out after {limit:g} s waiting for {what}; last messages:\n"
-                                     f"{self.recent()}{self._stderr_tail()}")
-                self._cond.wait(remaining)
-
-    def wait_event(self, name: str, predicate: Callable[[Message], bool] | None = None,
-                   timeout: float | None = None) -> Message:
-        """The next ``name`` event (matching ``predicate``) after the last one this method
-        returned for that name: events that came before the call are not lost."""
-        def find() -> Message | None:
-            for index in range(self._cursor.get(name, 0), len(self._events)):
-                event = self._events[index][0]
-                if event.get("event") == name and (predicate is None or predicate(event)):
-                    self._cursor[name] = index + 1
-                    return event
-            return None
-        return self._wait(f"event {name!r}" + (" matching the predicate" if predicate else ""), find, timeout)
-
-    def events(self, name: str) -> list[Message]:
-        """Every ``name`` event received so far."""
-        with self._cond:
-            return [event for event, _ in self._events if event.get("event") == name]
-
-    def output(self, category: str | None = None) -> str:
-        """The text of the ``output`` events so far, of one category (``stdout``,
-        ``stderr``, ``console``, ``important``...) or of all."""
-        return "".join(event["body"].get("output", "") for event in self.events("output")
-                       if category is None or event["body"].get("category", "console") == category)
-
-    # --- timing ---------------------------------------------------------------------------
-
-    def received_at(self, message: Message) -> float:
-        """When (``time.monotonic()``) ``message`` arrived."""
-        with self._cond:
-            return next(at for arrow, logged, at in self.log if logged is message)
-
-    def elapsed(self, response: Message) -> float:
-        """Seconds from sending a request to receiving its ``response``."""
-        return self.received_at(response) - self._sent[response["request_seq"]][1]
-
-    def timed(self, command: str, event: str = "stopped", timeout: float | None = None, **arguments: Any) -> Timed:
-        """Send a request, then wait for its response and the first ``event`` (``stopped``
-        by default) received after it was sent; seconds from the request to each."""
-        with self._cond:
-            self._cursor[event] = len(self._events)
-        seq = self.send_request(command, arguments)
-        response = self.wait_response(seq, timeout)
-        if not response["success"]:
-            raise RequestFailed(response)
-        reached = self.wait_event(event, timeout=timeout)
-        sent = self._sent[seq][1]
-        return Timed(response, reached, self.received_at(response) - sent, self.received_at(reached) - sent)
+    def processes(self) -> list[int]:
+        """The PIDs the adapter announced in ``process`` events, in order."""
+        return [event["body"]["systemProcessId"] for event in self.events("process")
+                if isinstance(event.get("body", {}).get("systemProcessId"), int)]
 
     # --- the session as VS Code runs it --------------------------------------------------
 
@@ -436,14 +218,14 @@ class DapClient:
         seq = self.send_request(kind, config)
 
         def initialized_or_failed() -> Message | None:
-            failed = self._responses.get(seq, ({}, 0.0))[0]
-            if failed and not failed["success"]:
+            failed = self._responses.get(seq)
+            if failed is not None and not failed["success"]:
                 return failed
-            return next((event for event, _ in self._events if event.get("event") == "initialized"), None)
+            return next((event for event in self._events if event.get("event") == "initialized"), None)
         first = self._wait(f"the initialized event after {kind}", initialized_or_failed, timeout)
         if first.get("type") == "response":
             raise RequestFailed(first)
-        startup = Startup(response={})
+        startup = Startup(response={}, sent_at=self._sent[seq][1])
         for source, specs in (breakpoints or {}).items():
             path = Path(source)
             answer = self.request("setBreakpoints", source={"name": path.name, "path": str(path)},
@@ -471,6 +253,12 @@ class DapClient:
                                         timeout)["body"]
         return body
 
+    def step(self, command: str, thread_id: int, timeout: float | None = None, **arguments: Any) -> Message:
+        """``next``, ``stepIn``, ``stepOut`` or ``continue`` on a thread, then the body of
+        the ``stopped`` event it leads to."""
+        self.request(command, threadId=thread_id, **arguments)
+        return self.wait_stopped(timeout=timeout)
+
     def wait_exited(self, timeout: float | None = None) -> int:
         """The exit code from the next ``exited`` event."""
         code: int = self.wait_event("exited", timeout=timeout)["body"]["exitCode"]
@@ -481,9 +269,10 @@ class DapClient:
         threads: list[Message] = self.request("threads")["body"]["threads"]
         return threads
 
-    def stack(self, thread_id: int, levels: int | None = None) -> list[Message]:
-        """The stack frames of a stopped thread, innermost first."""
-        arguments: dict[str, Any] = {"threadId": thread_id}
+    def stack(self, thread_id: int, levels: int | None = None, start: int = 0) -> list[Message]:
+        """The stack frames of a stopped thread, innermost first (``levels`` of them from
+        frame ``start``, as VS Code pages a deep stack; all by default)."""
+        arguments: dict[str, Any] = {"threadId": thread_id, "startFrame": start}
         if levels is not None:
             arguments["levels"] = levels
         frames: list[Message] = self.request("stackTrace", **arguments)["body"]["stackFrames"]
@@ -498,6 +287,13 @@ class DapClient:
         """The children of a ``variablesReference``."""
         variables: list[Message] = self.request("variables", variablesReference=reference)["body"]["variables"]
         return variables
+
+    def children(self, variable: Message) -> dict[str, Message]:
+        """The children of a variable (a structure's fields, a container's items), by name."""
+        reference = variable.get("variablesReference", 0)
+        if not reference:
+            raise AssertionError(f"variable {variable.get('name')!r} has no children: {json.dumps(variable)}")
+        return {child["name"]: child for child in self.variables(reference)}
 
     def frame_variables(self, frame_id: int, scope: str | None = None) -> dict[str, Message]:
         """The variables of one scope of a frame (the first scope, or the one named

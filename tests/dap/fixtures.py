@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from conftest import Forky
 
 from .client import DapClient
 from .natives import NativeModule, NativeSet, NativeSets
@@ -18,6 +19,12 @@ from .schema import SCHEMA_PATH, DapSchema
 def mixdbg_dap_command(log: Path, *options: str, python: str = sys.executable) -> list[str]:
     """``python -m mixdbg dap --log LOG [OPTIONS]``."""
     return [python, "-m", "mixdbg", "dap", "--log", str(log), *options]
+
+
+def forky_command(forky: Forky, directory: Path, command: Sequence[str]) -> list[str]:
+    """``command`` run inside the forky chroot with ``directory`` at ``/project``, its stdio
+    passed through; every step execs, so the PID is the command's own."""
+    return [str(forky.script), "run", str(directory), *command]
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +63,16 @@ def geom_module(natives: NativeSet) -> NativeModule:
 def cython_module(natives: NativeSet) -> NativeModule:
     """The Cython module ``cyloop``, built beside the driver scripts."""
     return natives.cython
+
+
+@pytest.fixture(scope="session")
+def forky_natives(forky: Forky, tmp_path_factory: pytest.TempPathFactory) -> NativeSet:
+    """The native modules and driver scripts built inside the forky chroot for its Python
+    3.14 (the venv with this checkout of mixdbg); its paths are the chroot's
+    (``/project/...``); ``forky_natives.run(...)`` runs a command there."""
+    directory = tmp_path_factory.mktemp("natives-forky")
+    return NativeSet(forky.python, directory, run=lambda command: forky.run(directory, command),
+                     mount=Path("/project"))
 
 
 class DapFactory:

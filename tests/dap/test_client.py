@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from conftest import Forky
 
 from .client import AdapterGone, DapClient, DapTimeout, RequestFailed
+from .fixtures import forky_command
 from .schema import DapSchema, ProtocolViolation
 from .transport import port_in
 
@@ -120,7 +123,10 @@ while (message := read()) is not None:
     elif command == "scopes":
         respond(message, {"scopes": [{"name": "Locals", "variablesReference": 7, "expensive": False}]})
     elif command == "variables":
-        respond(message, {"variables": [{"name": "x", "value": "41", "variablesReference": 0}]})
+        respond(message, {"variables": [{"name": "x", "value": "41", "variablesReference": 0},
+                                        {"name": "p", "value": "{...}", "variablesReference": 8}]}
+                if args["variablesReference"] == 7 else {"variables": [{"name": "y", "value": "2",
+                                                                        "variablesReference": 0}]})
     elif command == "evaluate":
         respond(message, {"variablesReference": 0} if args["expression"] == "violate" else
                 {"result": "42", "variablesReference": 0})
@@ -134,6 +140,9 @@ while (message := read()) is not None:
         event("terminated")
     elif command == "seen":
         respond(message, {"commands": seen})
+    elif command == "twice":
+        respond(message)
+        respond(message)
     elif command == "die":
         os._exit(5)
     elif command == "garble":
@@ -155,9 +164,12 @@ def fake(tmp_path: Path) -> list[str]:
 
 
 @pytest.fixture
-def client(fake: list[str], tmp_path: Path, dap_schema: DapSchema) -> DapClient:
-    """A client of the fake adapter over stdio (closed by each test)."""
-    return DapClient.spawn(fake, tmp_path / "dap", dap_schema, timeout=10)
+def client(fake: list[str], tmp_path: Path, dap_schema: DapSchema) -> Iterator[DapClient]:
+    """A client of the fake adapter over stdio (closed by each test; by the fixture too, if
+    the test failed before)."""
+    client = DapClient.spawn(fake, tmp_path / "dap", dap_schema, timeout=10)
+    yield client
+    client.close(grace=0.5)
 
 
 def ended(pid: int) -> bool:
@@ -191,18 +203,21 @@ def test_startup_sequence_and_a_stop_as_vscode_does(client: DapClient, tmp_path:
     assert client.threads() == [{"id": 1, "name": "MainThread"}]
     frame = client.stack(stopped["threadId"])[0]
     assert (frame["name"], frame["line"]) == ("main", 3)
-    assert client.frame_variables(frame["id"])["x"]["value"] == "41"
+    variables = client.frame_variables(frame["id"])
+    assert variables["x"]["value"] == "41" and client.children(variables["p"])["y"]["value"] == "2"
     assert client.evaluate("x + 1", frame["id"])["result"] == "42"
     assert client.output("stdout") == "out one\nout two\n" and client.output("stderr") == "err one\n"
+    assert client.received_at(stopped) > startup.sent_at
     # When stepping, timed
     timed = client.timed("next", threadId=1)
     assert timed.event["body"]["reason"] == "step" and 0 < timed.to_response <= timed.to_event
+    assert client.step("next", 1)["reason"] == "step"
     # and continuing to the end
     client.request("continue", threadId=1)
     assert client.wait_exited() == 3
     client.wait_event("terminated")
     # Then close() ends the process the adapter announced, which outlived the session
-    sleeper = client.events("process")[0]["body"]["systemProcessId"]
+    [sleeper] = client.processes()
     client.close(grace=0.5)
     assert client.killed == [sleeper] and ended(sleeper)
     assert client.process is not None and client.process.returncode == 0
@@ -266,6 +281,14 @@ def test_an_adapter_that_dies_fails_the_wait_at_once(client: DapClient) -> None:
     assert client.process is not None and client.process.returncode == 5
 
 
+def test_a_second_response_is_a_violation(client: DapClient) -> None:
+    client.initialize()
+    with pytest.raises(ProtocolViolation, match="a second response to one request"):
+        client.request("twice")  # the second may come before the wait ends, or after
+        client.request("seen")
+    client.close()
+
+
 def test_a_broken_frame_is_a_violation(client: DapClient) -> None:
     client.initialize()
     with pytest.raises(ProtocolViolation, match="not UTF-8 JSON"):
@@ -292,6 +315,21 @@ def test_close_never_hangs_on_a_deaf_adapter(client: DapClient) -> None:
     assert time.monotonic() - started < 10
     assert client.process is not None and client.process.pid in client.killed
     assert client.process.returncode is not None
+
+
+@pytest.mark.slow
+def test_stdio_through_the_forky_chroot(forky: Forky, tmp_path: Path, dap_schema: DapSchema) -> None:
+    # Given the fake adapter started inside the chroot (its PID is the adapter's: forky execs)
+    (tmp_path / "fake_adapter.py").write_text(FAKE_ADAPTER)
+    client = DapClient.spawn(forky_command(forky, tmp_path, ["python3.14", "/project/fake_adapter.py"]),
+                             tmp_path / "dap", dap_schema, timeout=60)
+    try:
+        # Then a session runs through it as through a local pipe
+        client.launch({"program": "/project/app.py"})
+        assert client.wait_stopped()["reason"] == "breakpoint"
+    finally:
+        client.close(grace=0.5)
+    assert client.process is not None and client.process.returncode == 0
 
 
 @pytest.mark.parametrize(("stdout", "port"), [

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import pyenv_python
@@ -13,13 +14,6 @@ from conftest import pyenv_python
 from .natives import NativeModule, NativeSet, NativeSets
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def run_script(natives: NativeSet, name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run a driver script to its end under the set's interpreter, from the build directory."""
-    return subprocess.run([natives.python, str(natives.script(name)), *args], cwd=natives.directory,
-                          env=natives.env(), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, check=False)
 
 
 def lines_without_code(module: NativeModule, markers: list[str]) -> list[str]:
@@ -54,20 +48,35 @@ def test_markers_have_code_in_the_debug_info(natives: NativeSet, module: str, ma
 ])
 def test_driver_scripts_run_under_plain_python(natives: NativeSet, script: str, module: str, expected: str) -> None:
     getattr(natives, module)
-    done = run_script(natives, script)
+    done = natives.run_script(script)
     assert (done.returncode, done.stdout) == (0, expected), done.stderr
+
+
+def test_a_script_records_its_result(natives: NativeSet, capi_module: NativeModule, tmp_path: Path) -> None:
+    # Given $MIXDBG_TEST_RESULT naming a file, and stdout going nowhere
+    result = tmp_path / "result"
+    done = subprocess.run([natives.python, str(natives.script("capi_main.py"))], env={
+        **natives.env(), "MIXDBG_TEST_RESULT": str(result)}, stdout=subprocess.DEVNULL, timeout=120, check=False)
+    # Then the script's last line is in the file
+    assert done.returncode == 0 and result.read_text() == "capi total 6 called 7\n"
+
+
+@pytest.mark.torch
+def test_ops_script(natives: NativeSet, torch_installed: None) -> None:
+    done = natives.run_script("ops_main.py")
+    assert (done.returncode, done.stdout) == (0, "ops sum 18.0 shape (2, 3)\n"), done.stderr
 
 
 @pytest.mark.torch
 def test_dataloader_script(natives: NativeSet, capi_module: NativeModule, torch_installed: None) -> None:
-    done = run_script(natives, "dataloader_main.py", "2")
+    done = natives.run_script("dataloader_main.py", "2")
     assert (done.returncode, done.stdout) == (0, "items 8\n"), done.stderr
 
 
 @pytest.mark.torch
 def test_dataloader_script_with_a_crashing_worker(natives: NativeSet, capi_module: NativeModule,
                                                    torch_installed: None) -> None:
-    done = run_script(natives, "dataloader_main.py", "2", "crash")
+    done = natives.run_script("dataloader_main.py", "2", "crash")
     assert done.returncode == 1
     assert "is killed by signal: Segmentation fault" in done.stderr
 
@@ -85,5 +94,20 @@ def test_another_interpreter(native_sets: NativeSets) -> None:
     for script, expected in (("geom_main.py", "geom first 6.0 total 20.0\n"),
                              ("cython_main.py", "cython total 14 twos [0, 2]\n"),
                              ("capi_main.py", "capi total 6 called 7\n")):
-        done = run_script(natives, script)
+        done = natives.run_script(script)
+        assert (done.returncode, done.stdout) == (0, expected), done.stderr
+
+
+@pytest.mark.slow
+def test_forky_python_3_14(forky_natives: NativeSet) -> None:
+    # Given the modules built inside the forky chroot for its Python 3.14
+    assert forky_natives.version == "3.14"
+    assert str(forky_natives.geom.source) == "/project/geom.cpp"
+    assert str(forky_natives.cython.library).startswith("/project/cyloop.cpython-314")
+    assert forky_natives.capi.name == "mixdbg_testext"
+    # Then the scripts run there
+    for script, expected in (("geom_main.py", "geom first 6.0 total 20.0\n"),
+                             ("cython_main.py", "cython total 14 twos [0, 2]\n"),
+                             ("capi_main.py", "capi total 6 called 7\n")):
+        done = forky_natives.run_script(script)
         assert (done.returncode, done.stdout) == (0, expected), done.stderr

@@ -1,7 +1,6 @@
 // A tiny pybind11 module the DAP tests compile with -g -O0: a method called from Python
 // and from C++, a C++ loop that calls back into Python. Lines are found by the marker
 // comments, never by number.
-#include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -40,12 +39,12 @@ public:
     std::vector<Point> points;
 };
 
-double total_area(const std::vector<Polygon> &polys, const std::function<double(double)> &scale)
+double total_area(const std::vector<Polygon> &polys, const py::function &scale)
 {
     double total = 0.0; /* @total_start */
     for (const Polygon &p : polys) {
         double a = p.area(); /* @total_loop */
-        total += scale(a); /* @total_scale */
+        total += scale(a).cast<double>(); /* @total_scale */
     }
     return total; /* @total_return */
 }

@@ -1,6 +1,7 @@
 """The C API module: a C loop calling a C function, a Python callback called from C."""
 
 import mixdbg_testext as ext
+from finish import finish
 
 
 def on_call():
@@ -12,7 +13,7 @@ def main():
     n = 3
     total = ext.loop(n)  # @call
     called = ext.callback(on_call)  # @call_callback
-    print(f"capi total {total} called {called}", flush=True)  # @after
+    finish(f"capi total {total} called {called}")  # @after
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The Cython module: a def function looping over a cdef function, a Python callback."""
 
 import cyloop
+from finish import finish
 
 
 def twice(i):
@@ -11,7 +12,7 @@ def twice(i):
 def main():
     total = cyloop.sum_squares(4)  # @call
     twos = cyloop.apply(twice, 2)  # @call_apply
-    print(f"cython total {total} twos {twos}", flush=True)  # @after
+    finish(f"cython total {total} twos {twos}")  # @after
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import sys
 
 import mixdbg_testext as ext
 import torch
+from finish import finish
 from torch.utils.data import DataLoader, Dataset
 
 CRASH = sys.argv[2:] == ["crash"]
@@ -23,4 +24,4 @@ class Items(Dataset):
 if __name__ == "__main__":
     workers = int(sys.argv[1]) if sys.argv[1:] else 2
     loader = DataLoader(Items(), batch_size=2, num_workers=workers, multiprocessing_context="fork")
-    print("items", sum(batch.shape[0] for batch in loader), flush=True)  # @loop
+    finish(f"items {sum(batch.shape[0] for batch in loader)}")  # @loop

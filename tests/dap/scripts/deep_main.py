@@ -3,6 +3,7 @@
 import sys
 
 import mixdbg_testext as ext
+from finish import finish
 
 
 def down(n):
@@ -14,4 +15,4 @@ def down(n):
 if __name__ == "__main__":
     depth = int(sys.argv[1]) if sys.argv[1:] else 200
     sys.setrecursionlimit(depth + 100)
-    print("deep", down(depth - 1), flush=True)  # @main
+    finish(f"deep {down(depth - 1)}")  # @main

@@ -2,6 +2,7 @@
 callback the stack is scale <- total_area (C++) <- main <- <module>."""
 
 import geom
+from finish import finish
 
 
 def scale(a):
@@ -14,7 +15,7 @@ def main():
              geom.Polygon("square", [(0, 0), (2, 0), (2, 2), (0, 2)])]
     first = polys[0].area()  # @method
     total = geom.total_area(polys, scale)  # @call
-    print(f"geom first {first} total {total}", flush=True)  # @after
+    finish(f"geom first {first} total {total}")  # @after
     return total
 
 

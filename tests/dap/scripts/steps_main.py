@@ -4,6 +4,7 @@ bodies of a few assignments, then a C loop for native steps."""
 import sys
 
 import mixdbg_testext as ext
+from finish import finish
 
 
 def main(rounds):
@@ -13,7 +14,7 @@ def main(rounds):
         b = a * 2
         total += b
     total += ext.loop(rounds)  # @native
-    print("steps", total, flush=True)
+    finish(f"steps {total}")
 
 
 if __name__ == "__main__":
