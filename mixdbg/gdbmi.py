@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -205,12 +206,14 @@ class GdbMi:
             except (BrokenPipeError, ValueError) as err:
                 self._pending.pop(token, None)
                 raise GdbExitedError(f"gdb exited before '{command}' could be sent") from err
+        sent = time.monotonic()
         if not pending.done.wait(timeout):
             with self._lock:
                 self._pending.pop(token, None)
             raise GdbTimeoutError(f"gdb did not answer '{command}' within {timeout:.0f} s")
         if pending.record is None:
             raise GdbExitedError(f"gdb exited while running '{command}'")
+        log.debug("%.1f ms: %s", (time.monotonic() - sent) * 1000, command[:200])
         return pending.record
 
     def _read_loop(self) -> None:

@@ -25,6 +25,7 @@ from mixdbg import attach, calls, ptrace, stack, symbols
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
 from mixdbg.engine import agents
+from mixdbg.engine.frames import is_user_native
 from mixdbg.engine.inspect import Inspector, StopPoint
 from mixdbg.engine.stepping import SKIPPED_SOURCES, Stepper
 from mixdbg.errors import (
@@ -77,17 +78,20 @@ class Session:
 
     ``emit`` receives every event. With ``auto_continue`` each stop is reported and the
     debuggee resumed at once; otherwise it stays stopped until an action resumes it.
-    ``all_threads`` adds every thread's stack to each stop.
+    ``all_threads`` adds every thread's stack to each stop. Without ``eager_stacks`` a
+    stop is reported without its stack and arguments (``mixdbg dap``: the editor asks for
+    them, through ``inspect``, when it shows them).
     """
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
                  gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
                  python: str | None = None, follow: str = FOLLOW_PYTHON,
                  hub: agents.AgentHub | None = None,
-                 items: queue.SimpleQueue[QueueItem] | None = None) -> None:
+                 items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.all_threads = all_threads
+        self.eager_stacks = eager_stacks
         self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
         self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
@@ -272,10 +276,11 @@ class Session:
         """Step ``kind`` (next, stepIn, stepOut) from frame ``index`` of ``thread``'s mixed
         stack, in either language, across the boundary where the code goes there."""
         self._require_stopped("steps")
-        stack = self.inspect.stack(thread)
-        if not 0 <= index < len(stack.frames):
+        last = self.last_stop
+        own_frame = last is not None and last.thread == thread and last.reason in ("breakpoint", "step")
+        at = self.inspect.step_context(self.stop, thread, index, native_stop_frame=own_frame)
+        if not at.native_stop_frame and not 0 <= index < len(at.stack.frames):
             raise UsageError(f"no frame #{index} in thread {thread}")
-        at = self.inspect.step_context(self.stop, thread, stack, index)
         self.stepper.step(kind, at)
         if self.state == "stopped":  # a gdb step: the tree runs until its stop
             self.state = "running"
@@ -483,9 +488,9 @@ class Session:
     def _on_step_end(self, payload: dict[str, Any]) -> None:
         """A gdb step of ours ended: report it, unless it ended in glue and goes on."""
         thread = str(payload.get("thread-id", ""))
-        if self.stepper.native_thread is not None and thread.isdigit():
+        if self.stepper.native_thread is not None and thread.isdigit() and not _in_users_code(payload):
             stack = self.inspect.stack(int(thread))
-            at = self.inspect.step_context(None, int(thread), stack, 0)
+            at = self.inspect.step_context(None, int(thread), 0)
             if not self.stepper.after_native_step(stack, at):
                 self.inspect.forget()
                 if self.state == "stopped":
@@ -555,13 +560,17 @@ class Session:
         if pid is not None:
             self.view.select(pid)
         self.stop = StopPoint(pid or 0, thread_id or 0, python)
-        stack_now = self.view.mixed_stack(self.all_threads)
-        if thread_id is not None:
-            stack_now = self.inspect.as_stopped(thread_id, stack_now)
-            self.inspect.remember(thread_id, stack_now)
+        if self.eager_stacks:
+            stack_now = self.view.mixed_stack(self.all_threads)
+            if thread_id is not None:
+                stack_now = self.inspect.as_stopped(thread_id, stack_now)
+                self.inspect.remember(thread_id, stack_now)
+            arguments = self.native_arguments(stack_now, op)
+        else:
+            stack_now, arguments = stack.MixedStack((), "not read", False), None
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=thread_id,
-                          stack=stack_now, op=op, arguments=self.native_arguments(stack_now, op),
+                          stack=stack_now, op=op, arguments=arguments,
                           pid=pid,
                           process=process.label() if process and process is not self.tree.root else None,
                           python=python.message if python is not None else None)
@@ -736,6 +745,16 @@ class Session:
             restored += restore_breakpoint_bytes(self.pid) if repair else 0
             attach.ensure_running(self.pid)
         return restored
+
+
+def _in_users_code(payload: dict[str, Any]) -> bool:
+    """Whether a stop's frame (from its MI record) is the user's native code: then a step
+    that ended there is reported without reading the whole stack."""
+    raw = payload.get("frame") or {}
+    frame = stack.Frame(kind="native", function=str(raw.get("func", "")), file=raw.get("fullname"),
+                        line=int(raw["line"]) if str(raw.get("line", "")).isdigit() else None,
+                        library=raw.get("from"))
+    return is_user_native(frame)
 
 
 def _reported_state(breakpoint: Breakpoint) -> object:

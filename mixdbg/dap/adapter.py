@@ -83,6 +83,7 @@ class Adapter:
         self.done = False  # the client disconnected: serve returns
         self.frames: Handles[Frame] = Handles("frame")
         self.references: Handles[Any] = Handles("variables reference")
+        self.stop_cache: dict[Any, Any] = {}  # what one stop costs to read, kept until it ends
         self.breakpoints = Breakpoints()
         self.python_breakpoints: dict[str, list[dict[str, Any]]] = {}
         self.terminate_on_end = False
@@ -224,6 +225,7 @@ class Adapter:
         """The program runs again: frame and variable ids of the stop are invalid."""
         self.frames.reset()
         self.references.reset()
+        self.stop_cache.clear()
 
     def _stopped(self, event: Stopped) -> None:
         self.resumed()

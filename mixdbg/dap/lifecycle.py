@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 #: The one source of the launch and attach arguments (the VS Code extension's too).
 CONFIGURATION = json.loads(Path(__file__).with_name("configuration.json").read_text())
 
+#: How deep a stack the editor is shown (the prompt shows 128; an editor pages through them).
+MAX_FRAMES = 1000
+
 EXCEPTION_FILTERS = [
     {"filter": "native-crash", "label": "Native crash", "default": True,
      "description": "Stop when a process dies of SIGSEGV, SIGABRT, SIGFPE, SIGBUS or SIGILL"},
@@ -64,7 +67,9 @@ def _target(arguments: dict[str, Any]) -> attach.Target:
 
 def _new_session(adapter: Adapter, arguments: dict[str, Any], python: str, hub: AgentHub | None) -> Session:
     session = Session(adapter.on_event, auto_continue=False, gdb=arguments.get("gdb"), python=python,
-                      follow=str(arguments.get("follow", "python")), hub=hub, items=adapter.queue)
+                      max_frames=MAX_FRAMES,
+                      follow=str(arguments.get("follow", "python")), hub=hub, items=adapter.queue,
+                      eager_stacks=False)
     adapter.session = session
     session.start_gdb()
     return session

@@ -33,20 +33,42 @@ SKIPPED_SOURCES = ("*/Objects/*", "*/Python/*", "*/Include/*", "*/Modules/*", "*
 
 @dataclass
 class StepContext:
-    """What a step starts from: the process, gdb thread, its LWP and stack, the frame."""
+    """What a step starts from: the process, gdb thread, its LWP, the frame's index in the
+    thread's mixed stack (read only when the step needs it: a native step from the stop's
+    own frame does not), and the agent's mailbox and shared block where there are."""
 
     pid: int
     thread: int
     tid: int
-    stack: MixedStack
     index: int
     mailbox: agents.Mailbox | None  # the agent's, when this thread is at a Python stop
     shared: int | None  # the process's agent shared block (None: no agent there)
+    read_stack: Callable[[], MixedStack]
+    #: The frame is the stop's own, in native code (known without reading the stack).
+    native_stop_frame: bool = False
+    _stack: MixedStack | None = None
+
+    @property
+    def stack(self) -> MixedStack:
+        """The thread's mixed stack (read once)."""
+        if self._stack is None:
+            self._stack = self.read_stack()
+        return self._stack
 
     @property
     def frame(self) -> Frame:
         """The frame the step is for."""
         return self.stack.frames[self.index]
+
+    @property
+    def in_python(self) -> bool:
+        """Whether the step starts in a Python frame."""
+        return not self.native_stop_frame and self.frame.kind == "python"
+
+    @property
+    def level(self) -> int:
+        """The frame's gdb level (native frames)."""
+        return 0 if self.native_stop_frame else self.frame.level or 0
 
 
 @dataclass
@@ -88,7 +110,7 @@ class Stepper:
             raise UsageError(f"unknown step {kind!r}")
         self.hops = 0
         self.kind = kind
-        if at.frame.kind == "python":
+        if at.in_python:
             self._python_step(kind, at)
         else:
             self._native_step(kind, at)
@@ -111,7 +133,7 @@ class Stepper:
         self.resume_all()
 
     def _native_step(self, kind: str, at: StepContext) -> None:
-        level = at.frame.level or 0
+        level = at.level
         if kind == "stepOut":
             outer = outer_visible(at.stack, at.index)
             if outer is not None and outer[1].kind == "python" and outer[1].depth is not None:
