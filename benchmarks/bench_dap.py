@@ -112,7 +112,7 @@ def native_next(work: Path, schema: DapSchema, natives: NativeSet, steps: int) -
               "    times.append(time.monotonic() - t)\ntimes.sort()\nprint('MEDIAN', times[len(times) // 2])\nend\nkill\n")
     with tempfile.NamedTemporaryFile("w", suffix=".gdb", delete=False) as handle:
         handle.write(script)
-    gdb = subprocess.run(["gdb", "-nx", "-batch", "-x", handle.name, "--args", sys.executable,
+    gdb = subprocess.run(["gdb", "-nx", "-batch", "-x", handle.name, "--args", sys.executable,  # noqa: PLW1510
                           str(natives.script("steps_main.py")), str(steps)],
                          cwd=natives.directory, env=natives.env(), capture_output=True, text=True, timeout=300)
     median = next(float(line.split()[1]) for line in gdb.stdout.splitlines() if line.startswith("MEDIAN"))
