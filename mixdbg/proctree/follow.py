@@ -236,6 +236,7 @@ class ProcessTree:
             if not ended:
                 continue
             gone.append(process)
+            log.info("gdb did not report the exit of pid %d (found in /proc)", process.pid)
             if process is self.root:
                 self.table.ended(process)
             else:
