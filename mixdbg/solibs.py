@@ -122,6 +122,22 @@ def added_libraries(payload: dict[str, Any]) -> list[str]:
     return paths
 
 
+def wanted(facts: LibraryFacts, path: str, specs: Iterable[BreakSpec], kernel_library: str | None) -> bool:
+    """Whether library ``path`` can hold one of ``specs`` (``kernel_library``: the file name
+    of the library operator breakpoints bind in, if any exist)."""
+    if kernel_library is not None and os.path.basename(path) == kernel_library:
+        return True
+    for spec in specs:
+        key = name_key(spec)
+        if key is not None and facts.defines(path, key):
+            return True
+        if spec.is_line and facts.has_lines(path):
+            return True
+        if key is None and not spec.is_line and not spec.is_op:
+            return True  # an address or other location: let gdb look everywhere
+    return False
+
+
 class SymbolReader:
     """Reads the symbols of the libraries a session's breakpoints can be in, as they load."""
 
@@ -134,25 +150,10 @@ class SymbolReader:
         self._gdb.command("-gdb-set auto-solib-add off")
         self._gdb.command("-gdb-set stop-on-solib-events 1")
 
-    def wanted(self, path: str, specs: Iterable[BreakSpec], kernel_library: str | None) -> bool:
-        """Whether library ``path`` can hold one of ``specs`` (``kernel_library``: the file
-        name of the library operator breakpoints bind in, if any exist)."""
-        if kernel_library is not None and os.path.basename(path) == kernel_library:
-            return True
-        for spec in specs:
-            key = name_key(spec)
-            if key is not None and self._facts.defines(path, key):
-                return True
-            if spec.is_line and self._facts.has_lines(path):
-                return True
-            if key is None and not spec.is_line and not spec.is_op:
-                return True  # an address or other location: let gdb look everywhere
-        return False
-
     def on_load(self, added: Iterable[str], specs: list[BreakSpec], kernel_library: str | None) -> None:
         """At a library-load stop: read the symbols of the new libraries ``wanted`` picks."""
         for path in added:
-            if self.wanted(path, specs, kernel_library):
+            if wanted(self._facts, path, specs, kernel_library):
                 self.read(path)
 
     def read(self, path: str) -> None:
@@ -173,5 +174,5 @@ class SymbolReader:
             return
         for library in listed:
             path = str(library.get("target-name", ""))
-            if path and library.get("symbols-loaded") == "0" and self.wanted(path, specs, kernel_library):
+            if path and library.get("symbols-loaded") == "0" and wanted(self._facts, path, specs, kernel_library):
                 self.read(path)
