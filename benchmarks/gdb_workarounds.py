@@ -8,7 +8,7 @@ thread serves a socket while the main thread starts two Python children with
   target-non-stop  without those two settings (gdb's default, ``target-non-stop auto``)
 
 Each run ends ok (exit 0, both children answered and were followed), hang (not done
-within --timeout: mixdbg is sent SIGTERM and detaches), death (gdb died) or other.
+within --timeout: see ``pool_deaths.run_bounded``), death (gdb died) or other.
 The variants and gdbs alternate run by run.
 
 usage: python benchmarks/gdb_workarounds.py [--runs N] [--gdb PATH]... [--variant NAME]...
@@ -20,12 +20,13 @@ import argparse
 import itertools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+from pool_deaths import run_bounded
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = """\
@@ -68,24 +69,15 @@ def one_run(gdb: str, variant: str, job: Path, timeout: float) -> dict[str, obje
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     argv = [sys.executable, "-c", VARIANTS[variant], "run", "--json", "--port", "0", str(job)]
     start = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        children = sum(1 for line in out.splitlines() if '"role": "child"' in line and '"event": "process"' in line)
-        if proc.returncode == 0 and "parent got b'PARENT' [0, 0]" in err and children == 2:
-            outcome = "ok"
-        else:
-            outcome = "death" if proc.returncode == 75 else "other"
-    except subprocess.TimeoutExpired:
-        proc.terminate()  # mixdbg detaches on SIGTERM
-        try:
-            out, err = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
+    code, out, err = run_bounded(argv, env, job.parent, timeout)
+    children = sum(1 for line in out.splitlines() if '"role": "child"' in line and '"event": "process"' in line)
+    if code is None:
         outcome = "hang"
-    return {"gdb": gdb, "variant": variant, "outcome": outcome, "code": proc.returncode,
+    elif code == 0 and "parent got b'PARENT' [0, 0]" in err and children == 2:
+        outcome = "ok"
+    else:
+        outcome = "death" if code == 75 else "other"
+    return {"gdb": gdb, "variant": variant, "outcome": outcome, "code": code,
             "seconds": round(time.monotonic() - start, 2)}
 
 

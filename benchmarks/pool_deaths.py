@@ -7,7 +7,7 @@ extension. Each run is ``mixdbg run --json --port 0 -b native_step pool.py METHO
 them alike. Each run ends as one of:
   ok       exit 0, both workers stopped, the pool's result printed
   death    gdb died (mixdbg's "gdb (pid N) died" line, exit 75)
-  hang     not done within --timeout (mixdbg is sent SIGTERM, and detaches)
+  hang     not done within --timeout (see run_bounded)
   other    anything else (the first line of its stderr tail is kept)
 and counts, from mixdbg's log, how often two gdb-13 workarounds acted: exits gdb did not
 report (found in /proc) and processes gdb left stopped while running the others.
@@ -24,6 +24,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -31,6 +32,8 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 CEXT_SOURCE = REPO / "tests" / "cext" / "mixdbg_testext.c"
@@ -71,6 +74,48 @@ def build_extension(directory: Path) -> None:
                     str(CEXT_SOURCE), "-o", str(library)], check=True)
 
 
+def run_bounded(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[int | None, str, str]:
+    """Run mixdbg ``argv``; its exit code (None if it was not done within ``timeout``),
+    stdout and stderr. Output goes through files: the debuggee's processes inherit them and
+    may outlive mixdbg. A run that hangs is sent SIGTERM (mixdbg detaches); if mixdbg is
+    still there after 30 s it is killed, and then its gdb and the debuggee's processes."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                text=True)
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                out.seek(0)
+                _kill_session(out.read())
+        out.seek(0)
+        err.seek(0)
+        return code, out.read(), err.read()
+
+
+def _kill_session(out: str) -> None:
+    """SIGKILL the gdb and the debuggee (and its descendants) of a session mixdbg left."""
+    session = next((json.loads(line) for line in out.splitlines() if '"event": "session"' in line), None)
+    if session is None:
+        return
+    pids = [session.get("gdb_pid"), session.get("pid")]
+    try:
+        pids += [child.pid for child in psutil.Process(session["pid"]).children(recursive=True)]
+    except psutil.Error:
+        pass  # the debuggee is gone already
+    for pid in filter(None, pids):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass  # gone already
+
+
 def one_run(gdb: str, method: str, directory: Path, timeout: float) -> dict[str, object]:
     """One pool run under mixdbg with ``gdb``; its outcome and wall time."""
     env = dict(os.environ, MIXDBG_GDB=gdb,
@@ -78,21 +123,10 @@ def one_run(gdb: str, method: str, directory: Path, timeout: float) -> dict[str,
     argv = [sys.executable, "-c", WITH_LOG, "run", "--json", "--port", "0", "-b", "native_step",
             str(directory / "pool.py"), method]
     start = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, cwd=directory, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        outcome = classify(proc.returncode, out, err)
-    except subprocess.TimeoutExpired:
-        proc.terminate()  # mixdbg detaches on SIGTERM; the pool runs on
-        try:
-            out, err = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        outcome = "hang"
+    code, out, err = run_bounded(argv, env, directory, timeout)
+    outcome = "hang" if code is None else classify(code, out, err)
     tail = [line for line in err.splitlines() if line.startswith("mixdbg:")][-1:]
-    return {"gdb": gdb, "method": method, "outcome": outcome, "code": proc.returncode,
+    return {"gdb": gdb, "method": method, "outcome": outcome, "code": code,
             "seconds": round(time.monotonic() - start, 2), "note": tail[0] if tail else "",
             "lost_exits": err.count(LOST_EXIT), "forgotten_resumes": err.count(FORGOTTEN)}
 
