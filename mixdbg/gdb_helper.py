@@ -14,9 +14,9 @@ gdb with Python):
   loop, found as the frame whose C stack holds the run's entry marker, so it works
   where the loop has no symbol) is replaced, in place, by the frames it runs.
 - ``mixdbg-locals FRAME_ADDRESS OUTFILE``: a Python frame's locals.
-- ``mixdbg-read-symbols PATH``: read the symbols of loaded library PATH (mixdbg keeps
-  ``auto-solib-add off``: see ``mixdbg.solibs``). ``mixdbg-stack`` first reads those of the
-  libraries its frames are in: without them gdb can neither name nor unwind their frames.
+- ``mixdbg-stack`` first reads the symbols of the libraries its frames are in (mixdbg
+  keeps ``auto-solib-add off``: see ``mixdbg.solibs``): without them gdb can neither name
+  nor unwind their frames.
 
 Python frames come from ``mixdbg.pyframes``, which reads the interpreter's memory
 (``gdb.Inferior.read_memory``) and never calls into the debuggee. Only the standard
@@ -27,21 +27,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 
 import gdb  # type: ignore[import-not-found]
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from mixdbg.gdbtext import library_regex
 from mixdbg.memory import MemoryReadError
 from mixdbg.pyframes import Unsupported, open_interpreter
 from mixdbg.pyframes.placement import place
 
 #: Per process (PID): where its interpreter is, or {"error": why its frames are unavailable}.
 _INTERPRETERS = {}
-#: Characters special in the regex of gdb's ``sharedlibrary``.
-_REGEX_SPECIAL = re.compile(r"([.\[\]()*+?^$|\\{}])")
 #: Times a stack is walked again after reading the symbols of the libraries it went through.
 _SYMBOL_ROUNDS = 4
 
@@ -106,7 +104,7 @@ def _python_frame(frame):
 
 def read_symbols(path):
     """Read the symbols of loaded library ``path`` in the selected process."""
-    gdb.execute("sharedlibrary ^" + _REGEX_SPECIAL.sub(r"\\\1", path) + "$", to_string=True)
+    gdb.execute("sharedlibrary " + library_regex(path), to_string=True)
 
 
 def _has_symbols(path):
@@ -274,17 +272,6 @@ class MixdbgLocals(gdb.Command):
             _write(path, {"error": str(err)})
 
 
-class MixdbgReadSymbols(gdb.Command):
-    """mixdbg-read-symbols PATH: read the symbols of loaded library PATH."""
-
-    def __init__(self):
-        super().__init__("mixdbg-read-symbols", gdb.COMMAND_FILES)
-
-    def invoke(self, argument, from_tty):
-        read_symbols(argument.strip())
-
-
 MixdbgPython()
 MixdbgStack()
-MixdbgReadSymbols()
 MixdbgLocals()

@@ -27,6 +27,7 @@ from elftools.elf.elffile import ELFFile
 
 from mixdbg.breakpoints import BreakSpec
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
+from mixdbg.gdbtext import library_regex
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ class SymbolReader:
     def __init__(self, gdb: GdbMi) -> None:
         self._gdb = gdb
         self._facts = LibraryFacts()
+        self._forked = False  # auto-solib-add is on for a fork child's creation
 
     def configure(self) -> None:
         """From now on gdb reads no library's symbols by itself and stops at each load."""
@@ -152,15 +154,26 @@ class SymbolReader:
 
     def on_load(self, added: Iterable[str], specs: list[BreakSpec], kernel_library: str | None) -> None:
         """At a library-load stop: read the symbols of the new libraries ``wanted`` picks."""
+        if self._forked:
+            self._gdb.command("-gdb-set auto-solib-add off")
+            self._forked = False
         for path in added:
             if wanted(self._facts, path, specs, kernel_library):
                 self.read(path)
 
+    def on_fork(self) -> None:
+        """At a fork stop (``catch fork``, set while children are followed): gdb gives a fork
+        child only the main program's symbols, and reads its libraries' as it creates the
+        child on the next resume, under ``auto-solib-add on`` only (vfork children share the
+        parent's). So it is on for that resume, and off again at the next library load."""
+        self._gdb.command("-gdb-set auto-solib-add on")
+        self._forked = True
+
     def read(self, path: str) -> None:
-        """Read the symbols of loaded library ``path`` in the selected process (gdb's
-        helper does: one exact ``sharedlibrary`` regex)."""
+        """Read the symbols of loaded library ``path`` in the selected process (a console
+        command, not gdb's Python: only then does MI report the breakpoints it resolves)."""
         try:
-            self._gdb.console(f"mixdbg-read-symbols {path}", SLOW_COMMAND_TIMEOUT)
+            self._gdb.console(f"sharedlibrary {library_regex(path)}", SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
             log.info("reading the symbols of %s: %s", path, err.gdb_message)
 
