@@ -33,14 +33,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from shutil import which
 from typing import Any
 
 import jsonschema
 
 from mixdbg import jsonc, user_files
 from mixdbg.errors import DataError, MixdbgError, NotFoundError, UsageError
-from mixdbg.gdbmi import mi_escape
+from mixdbg.gdbmi import find_gdb, mi_escape
 
 DEBUGPY_NAME = "mixdbg: Python (debugpy attach)"
 CPPDBG_NAME = "mixdbg: C++ (gdb attach)"
@@ -179,7 +178,8 @@ def generate_entries(python: str, host: str, port: int, *, gdb: str | None = Non
                      source_map: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Our three entries (debugpy attach, cppdbg attach, compound), filled in and validated.
 
-    ``python`` is resolved to its real path, the executable gdb sees in ``/proc/PID/exe``.
+    ``python`` is resolved to its real path, the executable gdb sees in ``/proc/PID/exe``;
+    ``miDebuggerPath`` is ``gdb``, else the gdb ``mixdbg run`` would use (``find_gdb``).
     """
     _check_port(port)
     if not host:
@@ -187,7 +187,7 @@ def generate_entries(python: str, host: str, port: int, *, gdb: str | None = Non
     real = _interpreter_binary(python)
     script = python_gdb_script(real)
     values: dict[str, Any] = {
-        "python": real, "host": host, "port": port, "gdb": gdb or which("gdb") or "/usr/bin/gdb",
+        "python": real, "host": host, "port": port, "gdb": gdb or find_gdb(),
         "python_gdb_script_mi": mi_escape(script) if script else None,
         "source_file_map": dict(source_map) if source_map else None,
     }

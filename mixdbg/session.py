@@ -41,7 +41,9 @@ from mixdbg.gdbmi import (
     MiRecord,
 )
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
+from mixdbg.pytorch.catalogue import KERNEL_LIBRARY
 from mixdbg.pytorch.opbreaks import OperatorBreakpoints
+from mixdbg.solibs import SymbolReader, added_libraries
 from mixdbg.stopview import StopView
 
 log = logging.getLogger(__name__)
@@ -106,6 +108,7 @@ class Session:
         self.call_safety = calls.CallSafety(True, "not checked yet")
         self.ops = OperatorBreakpoints(self.gdb, self._insert, self.view.demangle, python,
                                        by_address=follow == FOLLOW_NONE)
+        self.solibs = SymbolReader(self.gdb)
         self.last_stop: Stopped | None = None
         self._kicking = False
         self._stalled = 0  # failed resumes in a row
@@ -179,11 +182,11 @@ class Session:
         self._pump_until(lambda: self.state == "stopped", SLOW_COMMAND_TIMEOUT, "the attach")
         if child is not None:
             self.resume()
-            self.gdb.command("-gdb-set auto-solib-add on")
             self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
         self.view.locate_python(pid)
         self.ops.bind(pid, self.breakpoints)  # a process that has torch already (attach)
         if child is None:
+            self.solibs.configure()
             self.tree.start_following()
 
     def add_breakpoint(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
@@ -191,6 +194,8 @@ class Session:
         (``announce=False``, before the session is known) with ``announce_breakpoints``.
         ``enabled=False`` keeps it from stopping until ``enable_breakpoints``: a launched
         debuggee runs debugpy's start-up under gdb, and that code is not the user's."""
+        if self.state != "detached":  # the loaded libraries it can be in that gdb has not read
+            self.solibs.read_unread([spec], KERNEL_LIBRARY.name if spec.is_op else None)
         if spec.is_op:  # bound at once only where gdb is attached and has the symbols
             breakpoint = self.ops.add(spec, enabled, self.pid, bind_now=self.state != "detached")
         else:
@@ -225,6 +230,8 @@ class Session:
         numbers = [n for breakpoint in self.breakpoints.values() for n in self.ops.gdb_numbers(breakpoint)]
         if numbers:
             self.gdb.command("-break-enable " + " ".join(map(str, numbers)))
+        self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)  # those debugpy's start loaded
+        self.solibs.configure()
         self.tree.start_following()
 
     def announce_breakpoints(self) -> None:
@@ -451,8 +458,13 @@ class Session:
         reason = payload.get("reason", "")
         if reason.startswith("exited"):
             self._on_exit_stop(reason, payload, reporting)
-        elif reason == "solib-event":  # only operator breakpoints catch loads: bind, go on
+        elif reason == "solib-event":  # libraries loaded: read those breakpoints can be in, bind, go on
+            self.solibs.on_load(added_libraries(payload), [b.spec for b in self.breakpoints.values()],
+                                 self.ops.kernel_library())
             self._bind_operators(payload)
+            self.resume()
+        elif reason == "fork":  # a followed fork child, held: its libraries' symbols (see solibs)
+            self.solibs.on_fork()
             self.resume()
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
