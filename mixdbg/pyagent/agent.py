@@ -14,15 +14,13 @@ import importlib.util
 import json
 import os
 import platform
-import re
 import site
-import socket
 import sys
 import sysconfig
 import threading
 import traceback
 from types import CodeType, FrameType, TracebackType
-from typing import Any, BinaryIO, Callable
+from typing import Any, Callable
 
 MAGIC = 0x4741474244584D4D  # b"MMXDBGAG" read as a little-endian u64; Shared and Mailbox
 VERSION = 1
@@ -61,29 +59,34 @@ class Mailbox(ctypes.Structure):
                 ("out", ctypes.c_char * OUT_SIZE), ("in_", ctypes.c_char * IN_SIZE)]
 
 
-def _load_values() -> Any:
-    """The sibling ``values.py``, loaded by path like this file (no package is importable)."""
-    name = "_mixdbg_agent_values"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), "values.py"))
+def _load_sibling(name: str) -> Any:
+    """A sibling module, loaded by path like this file (no package is importable)."""
+    module_name = f"_mixdbg_agent_{name}"
+    if module_name not in sys.modules:
+        path = os.path.join(os.path.dirname(__file__), f"{name}.py")
+        spec = importlib.util.spec_from_file_location(module_name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
+        sys.modules[module_name] = module
         spec.loader.exec_module(module)
-    return sys.modules[name]
+    return sys.modules[module_name]
 
 
-values = _load_values()
+values = _load_sibling("values")
+channel = _load_sibling("channel")
 #: The agent's own code files, whose frames are never shown (nor counted in K).
-_AGENT_FILES = frozenset({__file__, values.__file__})
+_AGENT_FILES = frozenset({__file__, values.__file__, channel.__file__})
 _native_trap = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("Py_GetCompiler", ctypes.pythonapi))
 #: The stop: called with a mailbox address, returns when the engine resumes the thread.
 #: Tests replace it by a Python callable that plays the engine.
 trap: Callable[[int], object] = _native_trap
 
 _shared = Shared(magic=MAGIC, version=VERSION)
-#: ``_shared.armed`` as the tracer reads it: a memoryview item is the cheapest read of memory.
-_armed = memoryview((ctypes.c_uint32 * 1).from_buffer(_shared, Shared.armed.offset)).cast("B").cast("I")
+#: The shared block as the tracer reads it: memoryview items are the cheapest reads of memory.
+_words = memoryview((ctypes.c_uint64 * (ctypes.sizeof(Shared) // 8)).from_buffer(_shared)).cast("B").cast("Q")
+_halves = _words.cast("B").cast("I")
+_armed = _halves[3:4]  # Shared.armed
+_slot_tids = _words[2::2]  # Slot.tid of each slot
 
 # Configuration, replaced wholesale by the reader thread (never mutated in place).
 _breakpoints: dict[str, dict[int, list[dict[str, Any]]]] = {}  # real path -> line -> breakpoints
@@ -150,6 +153,8 @@ def _trace_call(frame: FrameType, event: str, arg: Any) -> Any:
     tracer = _tracers.get(frame.f_code.co_filename, _classify)
     if tracer is _classify:
         tracer = _classify(frame.f_code.co_filename)
+    if _armed[0] and tracer is _trace_steps and not _break_raised and not _step_call(frame):
+        return None
     if _entry_pending and tracer is not None and frame.f_code.co_name == "<module>" and \
             frame.f_globals.get("__name__") == "__main__":
         return _trace_entry
@@ -164,6 +169,9 @@ def _trace_breakpoints(frame: FrameType, event: str, arg: Any) -> Any:
             return _trace_breakpoints
         if _armed[0]:
             _step_line(frame)
+    elif event == "return":
+        if _armed[0]:
+            _step_return(frame)
     else:
         _other_event(frame, event, arg)
     return _trace_breakpoints
@@ -174,17 +182,17 @@ def _trace_steps(frame: FrameType, event: str, arg: Any) -> Any:
     if event == "line":
         if _armed[0]:
             _step_line(frame)
+    elif event == "return":
+        if _armed[0]:
+            _step_return(frame)
     else:
         _other_event(frame, event, arg)
     return _trace_steps
 
 
 def _other_event(frame: FrameType, event: str, arg: Any) -> None:
-    """return (a step may stop in the caller), exception (raised), opcode (after a return)."""
-    if event == "return":
-        if _armed[0]:
-            _step_return(frame)
-    elif event == "exception":
+    """exception (raised), opcode (the first instruction after a return)."""
+    if event == "exception":
         if _break_raised:
             _raised(frame, arg)
     elif event == "opcode":
@@ -226,11 +234,11 @@ def _depth_at_most(frame: FrameType | None, limit: int) -> bool:
 def _my_slot() -> Slot | None:
     """The slot armed for the calling thread, if any."""
     tid = threading.get_native_id()
-    slots: list[Slot] = list(_shared.slots)
-    for slot in slots:
-        if slot.mode and slot.tid == tid:
-            return slot
-    return None
+    tids = _slot_tids.tolist()
+    if tid not in tids:
+        return None
+    slot: Slot = _shared.slots[tids.index(tid)]
+    return slot if slot.mode else None
 
 
 def _clear_slot(slot: Slot) -> None:
@@ -246,6 +254,24 @@ def _arm(mode: int, depth: int) -> None:
             slot.tid, slot.mode, slot.depth = threading.get_native_id(), mode, depth
             _shared.armed += 1
             return
+
+
+def _forget_dead_threads() -> None:
+    """Free the mailboxes and slots of threads that have ended (a step can outlive its
+    thread: ``next`` on the last line of a thread's function)."""
+    alive = {thread.native_id for thread in threading.enumerate()}
+    for tid in [tid for tid in _threads if tid not in alive]:
+        del _threads[tid]
+    for slot in _shared.slots:
+        if slot.mode and slot.tid not in alive:
+            _clear_slot(slot)
+
+
+def _step_call(frame: FrameType) -> bool:
+    """Whether a new frame of a file without breakpoints may stop the step armed on this
+    thread: a frame deeper than a ``next`` or ``stepOut`` needs no line events (as in bdb)."""
+    slot = _my_slot()
+    return slot is None or slot.mode == STEP_IN or _depth_at_most(frame, slot.depth)
 
 
 def _step_line(frame: FrameType) -> None:
@@ -315,23 +341,6 @@ def _step_opcode(frame: FrameType) -> None:
 
 # --- breakpoints ---------------------------------------------------------------------------
 
-_HIT_CONDITION = re.compile(r"^\s*(==|>=|<=|>|<|%)?\s*(\d+)\s*$")
-
-
-def hit_condition_met(hit_condition: str, hits: int) -> bool:
-    """VS Code's hitCondition as debugpy reads it: ``N`` is the Nth hit; ``>N``, ``>=N``,
-    ``<N``, ``<=N``, ``==N`` compare; ``%N`` is every Nth; anything else is a Python
-    expression in which ``@HIT@`` is the hit count."""
-    match = _HIT_CONDITION.match(hit_condition)
-    if match is None:
-        return bool(eval(hit_condition.replace("@HIT@", str(hits)), {}, {}))
-    operator, number = match.group(1) or "==", int(match.group(2))
-    if operator == "%":
-        return number != 0 and hits % number == 0
-    return {"==": hits == number, ">=": hits >= number, "<=": hits <= number,
-            ">": hits > number, "<": hits < number}[operator]
-
-
 def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
     """Evaluate the breakpoints of a line; stop (or log) and say whether the line stopped."""
     stopping: list[int] = []
@@ -340,7 +349,7 @@ def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
             if "condition" in bp and not eval(bp["code"], frame.f_globals, frame.f_locals):
                 continue
             _hits[bp["id"]] = hits = _hits.get(bp["id"], 0) + 1
-            if "hitCondition" in bp and not hit_condition_met(bp["hitCondition"], hits):
+            if "hitCondition" in bp and not values.hit_condition_met(bp["hitCondition"], hits):
                 continue
         except Exception as err:  # the user's condition: reported, and the line stops
             _send({"problem": f"breakpoint condition failed: {values.one_line(err)}", "breakpoint": bp["id"]})
@@ -477,6 +486,7 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
           description: str = "", exception: dict[str, str] | None = None,
           frames: list[FrameType] | None = None) -> None:
     """Stop the calling thread: trap until the engine resumes it, serving its requests."""
+    _forget_dead_threads()
     state = _thread()
     slot = _my_slot()
     if slot is not None:
@@ -497,6 +507,7 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
         if name in ("continue", "next", "stepIn", "stepOut"):
             break
         message = session.handle(command)
+    _drain()
     if name == "next" and frame is not None:
         _arm(STEP_TO_DEPTH, depth)
     elif name == "stepIn" and frame is not None:
@@ -528,36 +539,32 @@ def _trap(mailbox: Mailbox, message: dict[str, Any]) -> dict[str, Any] | None:
 
 # --- the config channel --------------------------------------------------------------------
 
-_channel: socket.socket | None = None
+_channel: Any = None  # channel.Channel, once connected
 _socket_path = ""
-_send_lock = threading.Lock()
 
 
 def _send(message: dict[str, Any]) -> None:
-    """One line of JSON to the engine; dropped if the engine is gone (the program runs on)."""
-    channel = _channel
-    if channel is None:
-        return
-    with _send_lock:
-        try:
-            channel.sendall(json.dumps(message).encode() + b"\n")
-        except OSError:
-            pass  # the engine is gone: nobody is left to tell
+    """One line of JSON to the engine, if connected."""
+    if _channel is not None:
+        _channel.send(message)
 
 
-def _apply(message: dict[str, Any]) -> None:
-    """Apply one configuration message."""
+def _handle(message: dict[str, Any]) -> None:
+    """Apply one configuration message; a malformed one is reported, not raised."""
     global _break_raised, _break_uncaught, _just_my_code, _entry_pending
-    if "breakpoints" in message:
-        _set_breakpoints(message["breakpoints"])
-    if "exceptions" in message:
-        _break_raised = bool(message["exceptions"].get("raised"))
-        _break_uncaught = bool(message["exceptions"].get("uncaught"))
-    if "justMyCode" in message and bool(message["justMyCode"]) != _just_my_code:
-        _just_my_code = bool(message["justMyCode"])
-        _forget_files()
-    if "stopOnEntry" in message:
-        _entry_pending = bool(message["stopOnEntry"])
+    try:
+        if "breakpoints" in message:
+            _set_breakpoints(message["breakpoints"])
+        if "exceptions" in message:
+            _break_raised = bool(message["exceptions"].get("raised"))
+            _break_uncaught = bool(message["exceptions"].get("uncaught"))
+        if "justMyCode" in message and bool(message["justMyCode"]) != _just_my_code:
+            _just_my_code = bool(message["justMyCode"])
+            _forget_files()
+        if "stopOnEntry" in message:
+            _entry_pending = bool(message["stopOnEntry"])
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        _send({"problem": f"bad configuration message: {values.one_line(err)}"})
 
 
 def _forget_files() -> None:
@@ -566,46 +573,30 @@ def _forget_files() -> None:
         table.clear()
 
 
-def _connect(path: str) -> tuple[socket.socket, BinaryIO]:
-    """Connect to the engine and say hello."""
+def _connect(path: str) -> Any:
+    """Connect to the engine and say hello (OSError if it is not there)."""
     global _channel
-    channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        channel.connect(path)
-    except OSError:
-        channel.close()
-        raise
-    _channel = channel
+    _channel = channel.Channel(path)
     _send({"hello": os.getpid(), "shared": ctypes.addressof(_shared), "python": platform.python_version()})
-    return channel, channel.makefile("rb")
+    return _channel
 
 
-def _configure_until_go(reader: BinaryIO) -> bool:
-    """Apply configuration messages until ``go`` (True) or the end of the stream (False)."""
-    for line in reader:
-        try:
-            message = json.loads(line)
-            if message.get("go"):
-                return True
-            _apply(message)
-        except (ValueError, TypeError, KeyError, AttributeError) as err:
-            _send({"problem": f"bad configuration message: {values.one_line(err)}"})
-    return False
+def _drain() -> None:
+    """Apply what the engine sent while this process was stopped, before running on."""
+    if _channel is not None:
+        _channel.pump(_handle, wait=False)
 
 
-def _read_messages(reader: BinaryIO) -> None:
+def _read_messages(connection: Any) -> None:
     """The reader thread: apply configuration until the engine closes the socket (a ``go``
     here, e.g. to a fork child, changes nothing)."""
     sys.settrace(None)
-    try:
-        while _configure_until_go(reader):
-            pass
-    except OSError:
-        return  # the engine is gone; the program runs on with what it was told
+    while connection.pump(_handle, wait=True):
+        pass
 
 
-def _start_reader(reader: BinaryIO) -> None:
-    threading.Thread(target=_read_messages, args=(reader,), name="mixdbg-agent", daemon=True).start()
+def _start_reader(connection: Any) -> None:
+    threading.Thread(target=_read_messages, args=(connection,), name="mixdbg-agent", daemon=True).start()
 
 
 def start(socket_path: str) -> None:
@@ -615,17 +606,21 @@ def start(socket_path: str) -> None:
     the program must never run undebugged."""
     global _socket_path
     try:
-        _, reader = _connect(socket_path)
+        connection = _connect(socket_path)
     except OSError as err:
         raise AgentError(f"cannot reach the debugger at {socket_path}: {err.strerror or err}") from err
     _socket_path = socket_path
-    try:
-        started = _configure_until_go(reader)
-    except OSError as err:
-        raise AgentError(f"lost the debugger before the program started: {err.strerror or err}") from err
-    if not started:
-        raise AgentError("the debugger went away before the program started")
-    _start_reader(reader)
+    started = []
+
+    def handle(message: dict[str, Any]) -> None:
+        if message.get("go"):
+            started.append(True)
+        else:
+            _handle(message)
+    while not started:
+        if not connection.pump(handle, wait=True) and not started:
+            raise AgentError("the debugger went away before the program started")
+    _start_reader(connection)
     sys.excepthook = _excepthook
     threading.excepthook = _threading_excepthook
     os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -635,15 +630,16 @@ def start(socket_path: str) -> None:
 
 def _after_fork_in_child() -> None:
     """A fork child: no slot or mailbox of the parent is ours; reconnect as a new process."""
-    global _send_lock, _channel
+    global _channel
     for slot in _shared.slots:
         slot.tid = slot.mode = slot.depth = 0
     _shared.armed = 0
     _threads.clear()
-    _send_lock = threading.Lock()
-    _channel = None
+    if _channel is not None:
+        _channel.abandon()
+        _channel = None
     try:
-        _, reader = _connect(_socket_path)
+        connection = _connect(_socket_path)
     except OSError:
         return  # the debugger is gone: the child runs on, its stops resume at once
-    _start_reader(reader)
+    _start_reader(connection)

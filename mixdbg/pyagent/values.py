@@ -97,6 +97,23 @@ def _has_children(value: object) -> bool:
         return False
 
 
+_HIT_CONDITION = re.compile(r"^\s*(==|>=|<=|>|<|%)?\s*(\d+)\s*$")
+
+
+def hit_condition_met(hit_condition: str, hits: int) -> bool:
+    """VS Code's hitCondition as debugpy reads it: ``N`` is the Nth hit; ``>N``, ``>=N``,
+    ``<N``, ``<=N``, ``==N`` compare; ``%N`` is every Nth; anything else is a Python
+    expression in which ``@HIT@`` is the hit count."""
+    match = _HIT_CONDITION.match(hit_condition)
+    if match is None:
+        return bool(eval(hit_condition.replace("@HIT@", str(hits)), {}, {}))
+    operator, number = match.group(1) or "==", int(match.group(2))
+    if operator == "%":
+        return number != 0 and hits % number == 0
+    return {"==": hits == number, ">=": hits >= number, "<=": hits <= number,
+            ">": hits > number, "<": hits < number}[operator]
+
+
 def frame_record(frame: FrameType) -> dict[str, Any]:
     """Where a frame is: function name, file, line."""
     return {"name": frame.f_code.co_name, "file": frame.f_code.co_filename, "line": frame.f_lineno}

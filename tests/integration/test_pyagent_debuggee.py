@@ -8,7 +8,9 @@ one (pyenv 3.10-3.13, forky's 3.14).
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -297,12 +299,12 @@ for n in range(2):  # one after the other: the steps below cannot race the other
     thread = threading.Thread(target=work, args=(f"t{n}",), name=f"t{n}")
     thread.start()
     thread.join()
-print("joined")
+print("joined")  # @joined
 """
 
 
 def test_breakpoints_in_threads(python: str) -> None:
-    with debuggee(THREADS, python, _config(THREADS, {"at": "work"})) as (engine, wait):
+    with debuggee(THREADS, python, _config(THREADS, {"at": "work"}, {"at": "joined"})) as (engine, wait):
         for name in ("t0", "t1"):
             trap = engine.stop("breakpoint")
             assert trap.thread == name and trap.tid != trap.pid
@@ -311,8 +313,12 @@ def test_breakpoints_in_threads(python: str) -> None:
             assert reply["body"]["result"] == repr(trap.thread)
             engine.resume(trap, {"command": "next"})
             trap = engine.stop("step")
-            assert trap.line == line_of(THREADS, "work") + 1
-            engine.resume(trap, {"command": "continue"})
+            assert trap.line == line_of(THREADS, "work") + 1 and trap.armed == 0
+            # a step off the end of the thread: its slot outlives it, until the next stop
+            engine.resume(trap, {"command": "next"})
+        trap = engine.stop("breakpoint")
+        assert trap.thread == "MainThread" and trap.armed == 0
+        engine.resume(trap, {"command": "continue"})
         assert wait().stdout == "joined\n"
 
 
@@ -395,3 +401,109 @@ def test_no_engine_no_run(tmp_path: Path) -> None:
         server.close()
     assert (result.returncode, result.stdout) == (3, "")
     assert result.stderr == "mixdbg: the debugger went away before the program started\n"
+
+
+#: gdb's side of the real trap, as the engine does it: a breakpoint on Py_GetCompiler,
+#: the mailbox at $rdi, the answer written into ``in`` (python inside gdb).
+GDB_ENGINE = """
+import json
+import gdb
+
+MAGIC = 0x4741474244584D4D
+answers = [{"command": "evaluate", "id": 1, "frame": 0, "expression": "n * 2", "context": "watch"},
+           {"command": "continue"}]
+seen = []
+gdb.execute("set breakpoint pending on")
+gdb.execute("break Py_GetCompiler")
+gdb.execute("run")
+while gdb.selected_inferior().pid:
+    inferior = gdb.selected_inferior()
+    mailbox = int(gdb.parse_and_eval("$rdi")) & 0xFFFFFFFFFFFFFFFF
+    try:
+        magic = int.from_bytes(bytes(inferior.read_memory(mailbox, 8)), "little")
+    except gdb.MemoryError:
+        magic = 0  # not the agent's call: resumed silently
+    if magic == MAGIC:
+        size = int.from_bytes(bytes(inferior.read_memory(mailbox + 24, 4)), "little")
+        seen.append(json.loads(bytes(inferior.read_memory(mailbox + 32, size))))
+        if answers:
+            data = json.dumps(answers.pop(0)).encode()
+            inferior.write_memory(mailbox + 32 + (1 << 20), data)
+            inferior.write_memory(mailbox + 28, len(data).to_bytes(4, "little"))
+    gdb.execute("continue")
+print("SEEN " + json.dumps(seen))
+"""
+
+
+def test_native_trap_under_gdb(tmp_path: Path) -> None:
+    # Given the real trap and gdb playing the engine's part of it
+    gdb = shutil.which(os.environ.get("MIXDBG_GDB") or "gdb")
+    if gdb is None:
+        pytest.skip("no gdb")
+    source = "n = 21\nprint('n', n)  # @print\n"
+    (tmp_path / "engine.py").write_text(GDB_ENGINE)
+    with debuggee(source, sys.executable, _config(source, {"at": "print"}), native=True) as (engine, _):
+        # When gdb runs the debuggee
+        env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
+        result = subprocess.run([gdb, "-nx", "-batch", "-x", str(tmp_path / "engine.py"), "--args",
+                                 *engine.argv], capture_output=True, text=True, timeout=120, env=env,
+                                stdin=subprocess.DEVNULL, check=False)
+    # Then the stop and the reply went through the mailbox, and the program ran on
+    seen = json.loads(result.stdout.split("SEEN ", 1)[1].splitlines()[0])
+    assert [message["event"] for message in seen] == ["stopped", "reply"], result.stdout
+    assert seen[0]["reason"] == "breakpoint" and seen[0]["breakpoints"] == [1]
+    assert seen[1]["body"] == {"result": "42", "type": "int", "ref": 0}
+    assert "n 21" in result.stdout
+
+
+@pytest.mark.torch
+def test_tensor_variables(torch_installed: None) -> None:
+    source = "import torch\nweights = torch.arange(20, dtype=torch.float32).reshape(4, 5)\nprint('ok')  # @print\n"
+    with debuggee(source, sys.executable, _config(source, {"at": "print"}), timeout=120) as (engine, wait):
+        trap = engine.traps.get(timeout=90)
+        trap, reply = engine.ask(trap, {"command": "evaluate", "id": 1, "frame": 0, "expression": "weights",
+                                        "context": "watch"})
+        assert reply["body"]["type"] == "Tensor" and reply["body"]["ref"] > 0
+        trap, reply = engine.ask(trap, {"command": "children", "id": 2, "ref": reply["body"]["ref"]})
+        children = {var["name"]: var["value"] for var in reply["body"]["variables"]}
+        assert children == {"dtype": "torch.float32", "shape": "(4, 5)", "device": "device(type='cpu')",
+                            "values": repr([float(index) for index in range(16)])}
+        engine.resume(trap, {"command": "continue"})
+        assert wait().stdout == "ok\n"
+
+
+NEXT_OVER = """\
+def busy(n):
+    total = 0
+    for i in range(n):
+        total += i  # @busy
+    return total
+
+
+def main():
+    a = busy(1000)  # @first
+    b = busy(10)  # @second
+    return a + b  # @sum
+
+
+print(main())
+"""
+
+
+def test_next_steps_over_calls_and_stops_at_their_breakpoints(python: str) -> None:
+    with debuggee(NEXT_OVER, python, _config(NEXT_OVER, {"at": "first"})) as (engine, wait):
+        trap = _step(engine, engine.stop("breakpoint"), "next")
+        assert trap.line == line_of(NEXT_OVER, "second")
+        engine.configure({"breakpoints": {"SCRIPT": [{"id": 2, "line": line_of(NEXT_OVER, "busy"),
+                                                      "hitCondition": "3"}]}})
+        # sent while the program is stopped: the agent applies it before it runs on
+        engine.resume(trap, {"command": "next"})
+        trap = engine.stop("breakpoint")  # a breakpoint inside the call wins over the step
+        assert trap.function == "busy" and trap.out["breakpoints"] == [2] and trap.armed == 0
+        engine.configure({"breakpoints": {}})
+        trap = _step(engine, trap, "stepOut")
+        assert (trap.function, trap.line) == ("main", line_of(NEXT_OVER, "second"))
+        trap = _step(engine, trap, "next")
+        assert trap.line == line_of(NEXT_OVER, "sum")
+        engine.resume(trap, {"command": "continue"})
+        assert wait().stdout == "499545\n"

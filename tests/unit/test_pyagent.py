@@ -33,7 +33,7 @@ def test_layout_is_the_contracts() -> None:
     ("%2", [2, 4, 6]), ("@HIT@ in (1, 5)", [1, 5]),
 ])
 def test_hit_conditions_as_debugpy_reads_them(condition: str, stops_at: list[int]) -> None:
-    assert [hits for hits in range(1, 7) if agent.hit_condition_met(condition, hits)] == stops_at
+    assert [hits for hits in range(1, 7) if values.hit_condition_met(condition, hits)] == stops_at
 
 
 def test_just_my_code(tmp_path: Path) -> None:
