@@ -259,12 +259,20 @@ def _arm(mode: int, depth: int) -> None:
 def _forget_dead_threads() -> None:
     """Free the mailboxes and slots of threads that have ended (a step can outlive its
     thread: ``next`` on the last line of a thread's function)."""
-    alive = {thread.native_id for thread in threading.enumerate()}
+    alive = _live_thread_ids()
     for tid in [tid for tid in _threads if tid not in alive]:
         del _threads[tid]
     for slot in _shared.slots:
         if slot.mode and slot.tid not in alive:
             _clear_slot(slot)
+
+
+def _live_thread_ids() -> set[int]:
+    """Native ids of the process's threads, those that C code started included."""
+    try:
+        return {int(tid) for tid in os.listdir("/proc/self/task")}
+    except OSError:
+        return {thread.native_id for thread in threading.enumerate() if thread.native_id is not None}
 
 
 def _step_call(frame: FrameType) -> bool:

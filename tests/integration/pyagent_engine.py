@@ -72,7 +72,7 @@ class FakeEngine:
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.traps: queue.Queue[Trap] = queue.Queue()
         self.config_conns: list[socket.socket] = []
-        self.argv: list[str] = []  # the debuggee's command line
+        self.command: list[str] = []  # the debuggee's command line (inside the chroot for forky)
         self.listeners = [self._listen("cfg.sock", self._serve_config), self._listen("trap.sock", self._serve_trap)]
 
     def _listen(self, name: str, serve: Any) -> socket.socket:
@@ -171,7 +171,8 @@ def debuggee(source: str, python: str, config: list[dict[str, Any]], timeout: fl
     """Run ``source`` as a script under the harness; yields (engine, wait) where ``wait()``
     returns the finished :class:`Debuggee` (continuing from any stop not yet taken).
     ``python`` is an interpreter path or "forky". With ``native`` the agent keeps the real
-    trap and nothing is started: the caller runs ``engine.argv`` (under gdb)."""
+    trap and nothing is started: the caller runs ``engine.command`` under gdb (in the
+    chroot for forky: ``engine.directory`` is its /project)."""
     directory = Path(tempfile.mkdtemp(prefix="pyagent-", dir="/tmp"))
     (directory / "mixdbg").mkdir()
     shutil.copytree(AGENT_DIR, directory / "mixdbg" / "pyagent", ignore=shutil.ignore_patterns("__pycache__"))
@@ -181,11 +182,8 @@ def debuggee(source: str, python: str, config: list[dict[str, Any]], timeout: fl
     engine = FakeEngine(directory, f"{root}/script.py", config)
     command = [f"{root}/harness.py", f"{root}/mixdbg/pyagent/agent.py", f"{root}/cfg.sock",
                "native" if native else f"{root}/trap.sock", f"{root}/script.py"]
-    if python == "forky":
-        argv = [str(FORKY_SCRIPT), "run", str(directory), "python3.14", *command]
-    else:
-        argv = [python, *command]
-    engine.argv = argv
+    engine.command = ["python3.14" if python == "forky" else python, *command]
+    argv = [str(FORKY_SCRIPT), "run", str(directory), *engine.command] if python == "forky" else engine.command
     if native:
         try:
             yield engine, None
