@@ -288,6 +288,7 @@ def test_step_in_follows_just_my_code(python: str, just_my_code: bool) -> None:
 
 THREADS = """\
 import threading
+import time
 
 
 def work(name):
@@ -299,6 +300,7 @@ for n in range(2):  # one after the other: the steps below cannot race the other
     thread = threading.Thread(target=work, args=(f"t{n}",), name=f"t{n}")
     thread.start()
     thread.join()
+time.sleep(0.2)  # join() returns before the OS thread is gone from /proc/self/task
 print("joined")  # @joined
 """
 
