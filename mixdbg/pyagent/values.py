@@ -120,26 +120,22 @@ def frame_record(frame: FrameType) -> dict[str, Any]:
 
 
 def evaluate_in(frame: FrameType, expression: str, statements: bool = False) -> tuple[bool, object]:
-    """Evaluate in the frame's globals and locals; with ``statements``, code that is not an
-    expression is executed. Returns (is a value, value). Changed locals stick where the
-    interpreter allows it (3.13+: the f_locals proxy writes through; before: LocalsToFast)."""
+    """Evaluate in the frame's globals and locals. With ``statements`` (the repl), code that
+    is not an expression is executed, and changed locals stick where the interpreter allows
+    it (3.13+: the f_locals proxy writes through; before: PyFrame_LocalsToFast). Returns
+    (is a value, value)."""
     local_vars = frame.f_locals
+    is_value = True
     try:
         code = compile(expression, "<mixdbg>", "eval")
     except SyntaxError:
         if not statements:
             raise
-        exec(compile(expression, "<mixdbg>", "exec"), frame.f_globals, local_vars)
-        _write_back(frame)
-        return False, None
+        code, is_value = compile(expression, "<mixdbg>", "exec"), False
     value = eval(code, frame.f_globals, local_vars)
-    _write_back(frame)
-    return True, value
-
-
-def _write_back(frame: FrameType) -> None:
-    if _LOCALS_TO_FAST is not None:
+    if statements and _LOCALS_TO_FAST is not None:
         _LOCALS_TO_FAST(frame, 0)
+    return is_value, value
 
 
 def interpolate(message: str, frame: FrameType) -> str:

@@ -515,3 +515,37 @@ def test_next_steps_over_calls_and_stops_at_their_breakpoints(python: str) -> No
         assert trap.line == line_of(NEXT_OVER, "sum")
         engine.resume(trap, {"command": "continue"})
         assert wait().stdout == "499545\n"
+
+
+NESTED = """\
+def helper(n):
+    return n * 2  # @helper
+
+
+def main():
+    value = 1  # @main
+    return value
+
+
+main()
+print(helper(1))
+"""
+
+
+def test_evaluation_never_stops_again(python: str) -> None:
+    with debuggee(NESTED, python, _config(NESTED, {"at": "helper"}, {"at": "main"})) as (engine, wait):
+        trap = engine.stop("breakpoint")
+        assert trap.line == line_of(NESTED, "main")
+        trap, reply = engine.ask(trap, {"command": "evaluate", "id": 1, "frame": 0, "expression": "helper(2)",
+                                        "context": "repl"})
+        assert reply["body"]["result"] == "4"  # through the breakpoint in helper without stopping
+        trap = _step(engine, trap, "stepOut")  # back at the call: an opcode (3.12: monitoring) event
+        assert trap.line == len(NESTED.splitlines()) - 1
+        trap, reply = engine.ask(trap, {"command": "evaluate", "id": 2, "frame": 0, "expression": "helper(21)",
+                                        "context": "repl"})
+        assert reply["body"]["result"] == "42"
+        engine.resume(trap, {"command": "continue"})
+        trap = engine.stop("breakpoint")
+        assert trap.line == line_of(NESTED, "helper")
+        engine.resume(trap, {"command": "continue"})
+        assert wait().stdout == "2\n"
