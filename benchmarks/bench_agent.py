@@ -7,8 +7,8 @@ bootstrap does, serves the config socket itself (hello -> go) and replaces the n
 a Python one that answers every stop with ``next`` at once, so the figures are the agent's
 own work (gdb's stop and resume come on top).
 
-Prints, against the same interpreter without a trace function in the same run (the runs
-interleaved), beside the floor any settrace debugger pays (a trace function that does
+Times are the thread's CPU time (the machine may be shared). Prints, against the same
+interpreter without a trace function in the same run (the runs interleaved), beside the floor any settrace debugger pays (a trace function that does
 nothing, with and without a line tracer):
 - fib(25) defined in a user file (line events on, no breakpoint, no step): the ratio;
 - fib(25) defined in a library file (no line events): the ratio;
@@ -73,14 +73,14 @@ TRACERS: dict[str, Any] = {"off": None, "floor: call only": lambda frame, event,
 
 def interleaved(repeat: int, tracers: dict[str, Any], run: Callable[[], object]) -> dict[str, float]:
     """The fastest of ``repeat`` rounds per trace function, the rounds interleaved so that a
-    busy machine slows every variant alike (seconds)."""
+    busy machine slows every variant alike (CPU seconds)."""
     best = dict.fromkeys(tracers, float("inf"))
     for _ in range(repeat):
         for name, tracer in tracers.items():
             sys.settrace(tracer)
-            start = time.perf_counter()
+            start = time.thread_time()
             run()
-            elapsed = time.perf_counter() - start
+            elapsed = time.thread_time() - start
             sys.settrace(None)
             best[name] = min(best[name], elapsed)
     return best
@@ -120,9 +120,9 @@ def main() -> None:
     results = {name: interleaved(options.repeat, tracers, lambda m=module: m.fib(25))
                for name, module in (("user", user), ("library", library))}
     sys.settrace(agent._trace_call)
-    start = time.perf_counter()
+    start = time.thread_time()
     stepper.steps(options.steps)
-    per_step = (time.perf_counter() - start) / steps_taken[0]
+    per_step = (time.thread_time() - start) / steps_taken[0]
     sys.settrace(None)
     server.close()
 

@@ -148,26 +148,32 @@ def _tracer_for(filename: str, user: bool) -> Any:
 
 # --- tracing -------------------------------------------------------------------------------
 
-def _trace_call(frame: FrameType, event: str, arg: Any) -> Any:
+# The tracers run on every call and line: what they read often is bound as a default
+# argument (a local variable is the cheapest read). ``_tracers`` is never rebound.
+
+def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.get) -> Any:
     """The global trace function: a line tracer for user frames and files with breakpoints."""
-    tracer = _tracers.get(frame.f_code.co_filename, _classify)
+    tracer = tracers(frame.f_code.co_filename, _classify)
+    if tracer is None:
+        return None
     if tracer is _classify:
         tracer = _classify(frame.f_code.co_filename)
+        if tracer is None:
+            return None
     if _armed[0] and tracer is _trace_steps and not _break_raised and not _step_call(frame):
         return None
-    if _entry_pending and tracer is not None and frame.f_code.co_name == "<module>" and \
-            frame.f_globals.get("__name__") == "__main__":
+    if _entry_pending and frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
         return _trace_entry
     return tracer
 
 
-def _trace_breakpoints(frame: FrameType, event: str, arg: Any) -> Any:
+def _trace_breakpoints(frame: FrameType, event: str, arg: Any, armed: memoryview = _armed) -> Any:
     """The line tracer of files with breakpoints: breakpoints first, then armed steps."""
     if event == "line":
         lines = _bp_lines.get(frame.f_code.co_filename)
         if lines is not None and frame.f_lineno in lines and _hit(frame, lines[frame.f_lineno]):
             return _trace_breakpoints
-        if _armed[0]:
+        if armed[0]:
             _step_line(frame)
     elif event == "return":
         if _armed[0]:
@@ -177,10 +183,10 @@ def _trace_breakpoints(frame: FrameType, event: str, arg: Any) -> Any:
     return _trace_breakpoints
 
 
-def _trace_steps(frame: FrameType, event: str, arg: Any) -> Any:
+def _trace_steps(frame: FrameType, event: str, arg: Any, armed: memoryview = _armed) -> Any:
     """The line tracer of user files without breakpoints: only armed steps."""
     if event == "line":
-        if _armed[0]:
+        if armed[0]:
             _step_line(frame)
     elif event == "return":
         if _armed[0]:
