@@ -412,14 +412,21 @@ def _exception_info(kind: type[BaseException], exc: BaseException, tb: Traceback
 
 
 def _raised(frame: FrameType, arg: tuple[type[BaseException], BaseException, TracebackType]) -> None:
-    """A raised exception seen in a traced frame: stop once per exception object."""
+    """A raised exception seen in a user frame (a library file traced for its breakpoints
+    does not count): stop once per exception object."""
     kind, exc, tb = arg
     state = _thread()
-    if issubclass(kind, _QUIET_EXCEPTIONS) or state.reported is exc:
+    if issubclass(kind, _QUIET_EXCEPTIONS) or state.reported is exc or _quiet_exit(exc) or \
+            not _user.get(frame.f_code.co_filename):
         return
     state.reported = exc  # a strong reference: an id could be reused by the next exception
     info = _exception_info(kind, exc, tb)
     _stop(frame, "exception", description=f"{info['type']}: {info['message']}", exception=info)
+
+
+def _quiet_exit(exc: BaseException) -> bool:
+    """``sys.exit()``, ``sys.exit(0)``: a normal end, never a stop (debugpy's default)."""
+    return isinstance(exc, SystemExit) and exc.code in (None, 0)
 
 
 def _post_mortem(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:

@@ -549,3 +549,22 @@ def test_evaluation_never_stops_again(python: str) -> None:
         assert trap.line == line_of(NESTED, "helper")
         engine.resume(trap, {"command": "continue"})
         assert wait().stdout == "2\n"
+
+
+def test_breakpoint_in_the_standard_library_and_quiet_exits() -> None:
+    # Given a breakpoint in a library file (never traced otherwise) and raised exceptions on
+    import copy
+    import inspect
+
+    lines, first = inspect.getsourcelines(copy.deepcopy)
+    body = first + next(index for index, text in enumerate(lines) if text.strip().startswith("if memo is None"))
+    source = "import copy\nimport sys\ncopy.deepcopy([1])\nsys.exit(0)\n"
+    config = [{"breakpoints": {os.path.realpath(copy.__file__): [{"id": 3, "line": body}]}},
+              {"exceptions": {"raised": True, "uncaught": True}}]
+    with debuggee(source, sys.executable, config) as (engine, wait):
+        trap = engine.stop("breakpoint")
+        assert (trap.function, trap.frames[0][1], trap.line) == ("deepcopy", "copy.py", body)
+        engine.resume(trap, {"command": "continue"})
+        # Then sys.exit(0) is no exception stop
+        result = wait()
+    assert result.returncode == 0 and engine.traps.empty()
