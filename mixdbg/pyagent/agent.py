@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-import json
 import os
 import platform
 import site
@@ -20,12 +19,8 @@ import sysconfig
 import threading
 import traceback
 from types import CodeType, FrameType, TracebackType
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-MAGIC = 0x4741474244584D4D  # b"MMXDBGAG" read as a little-endian u64; Shared and Mailbox
-VERSION = 1
-STEP_IN, STEP_TO_DEPTH, STEP_OUT = 1, 2, 3
-OUT_SIZE, IN_SIZE = 1 << 20, 64 << 10
 #: Exceptions that are control flow, not errors: never a "raised" stop.
 _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
 #: 3.12's legacy tracing ignores ``f_trace_opcodes`` set on a running frame unless settrace
@@ -36,27 +31,6 @@ _MONITOR_RETURNS = sys.version_info[:2] == (3, 12)
 
 class AgentError(Exception):
     """The engine could not be reached, or went away before the program was let go."""
-
-
-class Slot(ctypes.Structure):
-    """A step armed on one thread (by the engine while all is stopped, or by the agent)."""
-
-    _fields_ = [("tid", ctypes.c_uint64), ("mode", ctypes.c_uint32), ("depth", ctypes.c_uint32)]
-
-
-class Shared(ctypes.Structure):
-    """The process's one shared block; the engine finds it through the hello message."""
-
-    _fields_ = [("magic", ctypes.c_uint64), ("version", ctypes.c_uint32), ("armed", ctypes.c_uint32),
-                ("slots", Slot * 16)]
-
-
-class Mailbox(ctypes.Structure):
-    """One thread's stop conversation: ``out`` is the agent's JSON, ``in_`` the engine's."""
-
-    _fields_ = [("magic", ctypes.c_uint64), ("shared", ctypes.c_uint64), ("tid", ctypes.c_uint64),
-                ("out_len", ctypes.c_uint32), ("in_len", ctypes.c_uint32),
-                ("out", ctypes.c_char * OUT_SIZE), ("in_", ctypes.c_char * IN_SIZE)]
 
 
 def _load_sibling(name: str) -> Any:
@@ -72,18 +46,21 @@ def _load_sibling(name: str) -> Any:
     return sys.modules[module_name]
 
 
-values = _load_sibling("values")
-channel = _load_sibling("channel")
+if TYPE_CHECKING:
+    from mixdbg.pyagent import channel, layout, values
+else:
+    layout, values, channel = (_load_sibling(name) for name in ("layout", "values", "channel"))
+STEP_IN, STEP_TO_DEPTH, STEP_OUT = layout.STEP_IN, layout.STEP_TO_DEPTH, layout.STEP_OUT
 #: The agent's own code files, whose frames are never shown (nor counted in K).
-_AGENT_FILES = frozenset({__file__, values.__file__, channel.__file__})
+_AGENT_FILES = frozenset({__file__, layout.__file__, values.__file__, channel.__file__})
 _native_trap = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("Py_GetCompiler", ctypes.pythonapi))
 #: The stop: called with a mailbox address, returns when the engine resumes the thread.
 #: Tests replace it by a Python callable that plays the engine.
 trap: Callable[[int], object] = _native_trap
 
-_shared = Shared(magic=MAGIC, version=VERSION)
+_shared = layout.Shared(magic=layout.MAGIC, version=layout.VERSION)
 #: The shared block as the tracer reads it: memoryview items are the cheapest reads of memory.
-_words = memoryview((ctypes.c_uint64 * (ctypes.sizeof(Shared) // 8)).from_buffer(_shared)).cast("B").cast("Q")
+_words = memoryview((ctypes.c_uint64 * (ctypes.sizeof(layout.Shared) // 8)).from_buffer(_shared)).cast("B").cast("Q")
 _halves = _words.cast("B").cast("I")
 _armed = _halves[3:4]  # Shared.armed
 _slot_tids = _words[2::2]  # Slot.tid of each slot
@@ -237,17 +214,17 @@ def _depth_at_most(frame: FrameType | None, limit: int) -> bool:
 
 # --- steps (slots) -------------------------------------------------------------------------
 
-def _my_slot() -> Slot | None:
+def _my_slot() -> layout.Slot | None:
     """The slot armed for the calling thread, if any."""
     tid = threading.get_native_id()
     tids = _slot_tids.tolist()
     if tid not in tids:
         return None
-    slot: Slot = _shared.slots[tids.index(tid)]
+    slot: layout.Slot = _shared.slots[tids.index(tid)]
     return slot if slot.mode else None
 
 
-def _clear_slot(slot: Slot) -> None:
+def _clear_slot(slot: layout.Slot) -> None:
     slot.tid = slot.mode = slot.depth = 0
     if _shared.armed:
         _shared.armed -= 1
@@ -471,7 +448,7 @@ class _ThreadState:
     __slots__ = ("mailbox", "reported", "return_frame")
 
     def __init__(self) -> None:
-        self.mailbox: Mailbox | None = None
+        self.mailbox: layout.Mailbox | None = None
         self.reported: BaseException | None = None
         self.return_frame: FrameType | None = None
 
@@ -487,9 +464,9 @@ def _thread() -> _ThreadState:
     return state
 
 
-def _mailbox(state: _ThreadState) -> Mailbox:
+def _mailbox(state: _ThreadState) -> layout.Mailbox:
     if state.mailbox is None:
-        state.mailbox = Mailbox(magic=MAGIC, shared=ctypes.addressof(_shared), tid=threading.get_native_id())
+        state.mailbox = layout.Mailbox(magic=layout.MAGIC, shared=ctypes.addressof(_shared), tid=threading.get_native_id())
     return state.mailbox
 
 
@@ -523,8 +500,8 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
     session = values.StopSession(frames if frames is not None else _user_frames(frame))
     mailbox = _mailbox(state)
     while True:
-        command = _trap(mailbox, message)
-        name = command.get("command", "continue") if command is not None else "continue"
+        command = layout.exchange(mailbox, message, trap) or {"command": "continue"}
+        name = command.get("command", "continue")
         if name in ("continue", "next", "stepIn", "stepOut"):
             break
         message = session.handle(command)
@@ -535,27 +512,6 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
         _arm(STEP_IN, 0)
     elif name == "stepOut" and frame is not None:
         _arm(STEP_OUT, depth)
-
-
-def _trap(mailbox: Mailbox, message: dict[str, Any]) -> dict[str, Any] | None:
-    """Write ``message`` to ``out``, call the trap, read ``in`` (None: the engine let go)."""
-    data = json.dumps(message).encode()
-    if len(data) > OUT_SIZE:
-        data = json.dumps({"event": "reply", "id": message.get("id"), "error": "reply larger than 1 MiB"}).encode()
-    ctypes.memmove(ctypes.addressof(mailbox) + Mailbox.out.offset, data, len(data))
-    mailbox.out_len = len(data)
-    mailbox.in_len = 0
-    trap(ctypes.addressof(mailbox))
-    size = min(mailbox.in_len, IN_SIZE)
-    if size == 0:
-        return None
-    raw = ctypes.string_at(ctypes.addressof(mailbox) + Mailbox.in_.offset, size)
-    mailbox.in_len = 0
-    try:
-        command: dict[str, Any] = json.loads(raw)
-    except ValueError:
-        return None
-    return command
 
 
 # --- the config channel --------------------------------------------------------------------

@@ -13,19 +13,19 @@ from typing import Any
 
 import pytest
 
-from mixdbg.pyagent import agent, values
+from mixdbg.pyagent import agent, layout, values
 
 
 def test_layout_is_the_contracts() -> None:
-    assert agent.MAGIC.to_bytes(8, "little") == b"MMXDBGAG"
-    assert [(name, getattr(agent.Shared, name).offset) for name in ("magic", "version", "armed", "slots")] == [
+    assert layout.MAGIC.to_bytes(8, "little") == b"MMXDBGAG"
+    assert [(name, getattr(layout.Shared, name).offset) for name in ("magic", "version", "armed", "slots")] == [
         ("magic", 0), ("version", 8), ("armed", 12), ("slots", 16)]
-    assert ctypes.sizeof(agent.Slot) == 16 and agent.Slot.mode.offset == 8 and agent.Slot.depth.offset == 12
-    assert ctypes.sizeof(agent.Shared) == 16 + 16 * 16
-    offsets = [getattr(agent.Mailbox, name).offset for name in ("magic", "shared", "tid", "out_len", "in_len",
+    assert ctypes.sizeof(layout.Slot) == 16 and layout.Slot.mode.offset == 8 and layout.Slot.depth.offset == 12
+    assert ctypes.sizeof(layout.Shared) == 16 + 16 * 16
+    offsets = [getattr(layout.Mailbox, name).offset for name in ("magic", "shared", "tid", "out_len", "in_len",
                                                                 "out", "in_")]
     assert offsets == [0, 8, 16, 24, 28, 32, 32 + (1 << 20)]
-    assert ctypes.sizeof(agent.Mailbox) == 32 + (1 << 20) + (64 << 10)
+    assert ctypes.sizeof(layout.Mailbox) == 32 + (1 << 20) + (64 << 10)
 
 
 @pytest.mark.parametrize(("condition", "stops_at"), [
