@@ -64,6 +64,7 @@ _words = memoryview((ctypes.c_uint64 * (ctypes.sizeof(layout.Shared) // 8)).from
 _halves = _words.cast("B").cast("I")
 _armed = _halves[3:4]  # Shared.armed
 _slot_tids = _words[2::2]  # Slot.tid of each slot
+_slot_modes = _halves[6::4]  # Slot.mode of each slot
 
 # Configuration, replaced wholesale by the reader thread (never mutated in place).
 _breakpoints: dict[str, dict[int, list[dict[str, Any]]]] = {}  # real path -> line -> breakpoints
@@ -137,8 +138,11 @@ def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.
         tracer = _classify(frame.f_code.co_filename)
         if tracer is None:
             return None
-    if _armed[0] and tracer is _trace_steps and not _break_raised and not _step_call(frame):
-        return None
+    if _armed[0]:
+        if _sync_configuration():
+            tracer = _tracers.get(frame.f_code.co_filename)
+        if tracer is _trace_steps and not _break_raised and not _step_call(frame):
+            return None
     if _entry_pending and frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
         return _trace_entry
     return tracer
@@ -265,7 +269,25 @@ def _step_call(frame: FrameType) -> bool:
     return slot is None or slot.mode == STEP_IN or _depth_at_most(frame, slot.depth)
 
 
+def _sync_configuration() -> bool:
+    """Whether the engine had configuration pending, now applied. After writing configuration
+    at a native stop the engine adds 1 to ``armed`` beyond the slots in use, so that the
+    first traced event, in any thread, applies it before a line runs (the reader thread
+    may not get the GIL for 5 ms)."""
+    modes = _slot_modes.tolist()
+    in_use = len(modes) - modes.count(0)
+    if _armed[0] <= in_use:
+        return False
+    _shared.armed = in_use
+    _drain()
+    return True
+
+
 def _step_line(frame: FrameType) -> None:
+    if _sync_configuration():
+        lines = _bp_lines.get(frame.f_code.co_filename)
+        if lines is not None and frame.f_lineno in lines and _hit(frame, lines[frame.f_lineno]):
+            return
     slot = _my_slot()
     if slot is None:
         return

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -568,3 +569,65 @@ def test_breakpoint_in_the_standard_library_and_quiet_exits() -> None:
         # Then sys.exit(0) is no exception stop
         result = wait()
     assert result.returncode == 0 and engine.traps.empty()
+
+
+#: gdb stops in zlib.adler32 (C, holding the GIL), lets the test send a breakpoint, marks
+#: the configuration pending (armed + 1) and continues.
+GDB_NATIVE_STOP = """
+import json
+import os
+import time
+import gdb
+
+for name in ("PYTHONHOME", "PYTHONPATH"):
+    gdb.execute(f"unset environment {name}")
+gdb.execute("set breakpoint pending on")
+gdb.execute("break zlib_adler32")
+gdb.execute("run")
+open("native-stop", "w").close()
+deadline = time.monotonic() + 30
+while not os.path.exists("config-sent") and time.monotonic() < deadline:
+    time.sleep(0.05)
+shared = int(open("config-sent").read())
+inferior = gdb.selected_inferior()  # without the mark, the breakpoint is missed (3 runs of 3)
+armed = int.from_bytes(bytes(inferior.read_memory(shared + 12, 4)), "little")
+inferior.write_memory(shared + 12, (armed + 1).to_bytes(4, "little"))
+gdb.execute("delete")
+gdb.execute("break Py_GetCompiler")
+gdb.execute("continue")
+while gdb.selected_inferior().pid:
+    mailbox = int(gdb.parse_and_eval("$rdi")) & 0xFFFFFFFFFFFFFFFF
+    size = int.from_bytes(bytes(gdb.selected_inferior().read_memory(mailbox + 24, 4)), "little")
+    print("STOP " + bytes(gdb.selected_inferior().read_memory(mailbox + 32, size)).decode())
+    gdb.execute("continue")
+"""
+
+
+def test_configuration_from_a_native_stop_applies_before_the_next_line(tmp_path: Path) -> None:
+    # Given gdb stopped in C code that holds the GIL, and a breakpoint on the very next line
+    gdb = shutil.which(os.environ.get("MIXDBG_GDB") or "gdb")
+    if gdb is None:
+        pytest.skip("no gdb")
+    source = "import zlib\nchecksum = zlib.adler32(b'x')\nafter = checksum  # @after\nprint(after)\n"
+    with debuggee(source, sys.executable, [], native=True) as (engine, _):
+        (engine.directory / "gdb_engine.py").write_text(GDB_NATIVE_STOP)
+        env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
+        gdb_run = subprocess.Popen([gdb, "-nx", "-batch", "-x", "gdb_engine.py", "--args", *engine.command],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=engine.directory,
+                                   env=env, stdin=subprocess.DEVNULL)
+        try:
+            hello = engine.hellos.get(timeout=60)
+            deadline = time.monotonic() + 60
+            while not (engine.directory / "native-stop").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            # When the engine sends it at the native stop and marks it pending
+            engine.configure({"breakpoints": {"SCRIPT": [{"id": 5, "line": line_of(source, "after")}]}})
+            (engine.directory / "config-sent").write_text(str(hello["shared"]))
+            out, err = gdb_run.communicate(timeout=60)
+        finally:
+            if gdb_run.poll() is None:
+                gdb_run.kill()
+                gdb_run.communicate()
+    # Then the breakpoint stops on that line
+    stops = [json.loads(line[5:]) for line in out.splitlines() if line.startswith("STOP ")]
+    assert [stop["breakpoints"] for stop in stops] == [[5]], out + err
