@@ -8,7 +8,9 @@ the thread leaves the stop.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import re
+import reprlib
 import sys
 from types import FrameType
 from typing import Any
@@ -29,10 +31,35 @@ def one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
+class _BoundedRepr(reprlib.Repr):
+    """``repr`` for the small, and no full repr of a huge container before truncating it."""
+
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        """Keys in insertion order, as ``repr`` shows them (reprlib sorts them)."""
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        pieces = [f"{self.repr1(key, level - 1)}: {self.repr1(item, level - 1)}"
+                  for key, item in itertools.islice(x.items(), self.maxdict)]
+        return "{" + ", ".join(pieces + (["..."] if len(x) > self.maxdict else [])) + "}"
+
+
+def _bounded_repr() -> reprlib.Repr:
+    bounded = _BoundedRepr()
+    for name in ("maxlist", "maxtuple", "maxdict", "maxset", "maxfrozenset", "maxdeque", "maxarray"):
+        setattr(bounded, name, MAX_CHILDREN)
+    bounded.maxlevel, bounded.maxstring, bounded.maxlong, bounded.maxother = 8, MAX_REPR, MAX_REPR, MAX_REPR
+    return bounded
+
+
+_REPR = _bounded_repr()
+
+
 def safe_repr(value: object) -> str:
     """``repr(value)``, at most MAX_REPR characters; a failing repr is described, not raised."""
     try:
-        text = repr(value)
+        text = _REPR.repr(value)
     except Exception as err:  # the user's __repr__
         text = f"<repr failed: {one_line(err)}>"
     return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."

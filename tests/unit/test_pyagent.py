@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,11 @@ def test_repr_is_bounded_and_never_raises() -> None:
 
     assert len(values.safe_repr("x" * 5000)) == values.MAX_REPR
     assert values.safe_repr(Bad()) == "<repr failed: RuntimeError: no>"
+    # as repr for the small (dicts in insertion order); a huge container is never repr'd whole
+    assert values.safe_repr({"b": [1, (2, 3)], "a": {4}}) == "{'b': [1, (2, 3)], 'a': {4}}"
+    huge = list(range(10_000_000))
+    start = time.perf_counter()
+    assert values.safe_repr(huge).startswith("[0, 1, 2") and time.perf_counter() - start < 0.05
 
 
 class _Flat(list):  # type: ignore[type-arg]
