@@ -45,6 +45,11 @@ class _BoundedRepr(reprlib.Repr):
         return "{" + ", ".join(pieces + (["..."] if len(x) > self.maxdict else [])) + "}"
 
 
+    def repr_instance(self, x: object, level: int) -> str:
+        """The object's own repr; its error is the caller's to describe (reprlib hides it)."""
+        return repr(x)
+
+
 def _bounded_repr() -> reprlib.Repr:
     bounded = _BoundedRepr()
     for name in ("maxlist", "maxtuple", "maxdict", "maxset", "maxfrozenset", "maxdeque", "maxarray"):
