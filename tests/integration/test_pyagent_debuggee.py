@@ -177,9 +177,9 @@ def test_condition_hit_condition_and_logpoint(python: str) -> None:
     assert outputs == [{"output": "i=4 square=9\n", "pid": pid}, {"output": "i=9 square=64\n", "pid": pid}]
 
 
-def test_bad_conditions_are_reported_and_stop() -> None:
+def test_bad_conditions_are_reported_and_stop(python: str) -> None:
     config = _config(LOOP, {"at": "loop", "condition": "1 / i"}, {"at": "log", "condition": "i ==="})
-    with debuggee(LOOP, sys.executable, config) as (engine, wait):
+    with debuggee(LOOP, python, config) as (engine, wait):
         assert engine.message() == {"problem": "breakpoint condition: SyntaxError: invalid syntax", "breakpoint": 2}
         trap = engine.stop("breakpoint")
         assert trap.out["breakpoints"] == [1]  # i == 0: the condition raised
@@ -351,8 +351,8 @@ def test_fork_child_says_hello_and_stops(python: str) -> None:
         assert wait().stdout == "parent done\n"
 
 
-def test_engine_arms_slots_and_empty_in_continues() -> None:
-    with debuggee(STEPS, sys.executable, _config(STEPS, {"at": "add"})) as (engine, wait):
+def test_engine_arms_slots_and_empty_in_continues(python: str) -> None:
+    with debuggee(STEPS, python, _config(STEPS, {"at": "add"})) as (engine, wait):
         trap = engine.stop("breakpoint")
         depth = trap.out["depth"]
         # the engine arms STEP_TO_DEPTH on this thread for the caller's depth, and lets go
@@ -369,9 +369,9 @@ def test_engine_arms_slots_and_empty_in_continues() -> None:
         assert wait().stdout == "y 3\ndone\n"
 
 
-def test_breakpoints_set_while_running() -> None:
+def test_breakpoints_set_while_running(python: str) -> None:
     source = "import time\nfor n in range(400):\n    time.sleep(0.01)  # @sleep\nprint('end')\n"
-    with debuggee(source, sys.executable, []) as (engine, wait):
+    with debuggee(source, python, []) as (engine, wait):
         engine.hellos.get(timeout=10)
         engine.configure({"breakpoints": {"SCRIPT": [{"id": 7, "line": line_of(source, "sleep")}]}})
         trap = engine.stop("breakpoint")
