@@ -12,12 +12,10 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
-import platform
 import site
 import sys
 import sysconfig
 import threading
-import traceback
 from types import CodeType, FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -406,6 +404,8 @@ def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
 # --- exceptions ----------------------------------------------------------------------------
 
 def _exception_info(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> dict[str, str]:
+    import traceback  # only at an exception stop: it costs several ms at every start
+
     text = "".join(traceback.format_exception(kind, exc, tb))
     return {"type": kind.__qualname__, "message": str(exc), "text": text[-(64 << 10):]}
 
@@ -576,7 +576,7 @@ def _connect(path: str) -> Any:
     """Connect to the engine and say hello (OSError if it is not there)."""
     global _channel
     _channel = channel.Channel(path)
-    _send({"hello": os.getpid(), "shared": ctypes.addressof(_shared), "python": platform.python_version()})
+    _send({"hello": os.getpid(), "shared": ctypes.addressof(_shared), "python": ".".join(map(str, sys.version_info[:3]))})
     return _channel
 
 
@@ -612,10 +612,9 @@ def start(socket_path: str) -> None:
     started = []
 
     def handle(message: dict[str, Any]) -> None:
+        _handle(message)
         if message.get("go"):
             started.append(True)
-        else:
-            _handle(message)
     while not started:
         if not connection.pump(handle, wait=True) and not started:
             raise AgentError("the debugger went away before the program started")
