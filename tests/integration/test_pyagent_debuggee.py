@@ -631,3 +631,15 @@ def test_configuration_from_a_native_stop_applies_before_the_next_line(tmp_path:
     # Then the breakpoint stops on that line
     stops = [json.loads(line[5:]) for line in out.splitlines() if line.startswith("STOP ")]
     assert [stop["breakpoints"] for stop in stops] == [[5]], out + err
+
+
+def test_native_trap_without_a_debugger_runs_on() -> None:
+    # Given breakpoints and an exception filter, and nobody on the trap (gdb gone)
+    source = "for n in range(3):\n    square = n * n  # @square\nprint('square', square)\nraise SystemExit(3)\n"
+    config = [*_config(source, {"at": "square"}), {"exceptions": {"raised": True, "uncaught": True}}]
+    with debuggee(source, sys.executable, config, native=True) as (engine, _):
+        env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+        result = subprocess.run(engine.command, capture_output=True, text=True, timeout=60, env=env,
+                                stdin=subprocess.DEVNULL, check=False)
+    # Then every stop resumes at once (in_len == 0) and the program ends as it would
+    assert (result.returncode, result.stdout, result.stderr) == (3, "square 4\n", "")
