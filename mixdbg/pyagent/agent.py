@@ -83,15 +83,18 @@ _MIXDBG_DIR = os.path.dirname(_AGENT_DIR)
 
 
 def _library_roots() -> tuple[str, ...]:
-    """Directories whose files are never user code: the standard library and site-packages."""
+    """Directories whose files are never user code: the standard library and site-packages,
+    each as configured and resolved (a file's name is checked before it is resolved)."""
     paths = sysconfig.get_paths()
     roots = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
     roots += site.getsitepackages() if hasattr(site, "getsitepackages") else []
     roots.append(site.getusersitepackages())
-    return tuple(sorted({os.path.join(os.path.realpath(root), "") for root in roots}))
+    forms = {os.path.abspath(root) for root in roots} | {os.path.realpath(root) for root in roots}
+    return tuple(sorted(os.path.join(root, "") for root in forms))
 
 
 _LIBRARY_ROOTS = _library_roots()
+_bp_basenames: frozenset[str] = frozenset()  # of the files with breakpoints
 
 
 def is_user_code(filename: str, just_my_code: bool = True) -> bool:
@@ -106,9 +109,15 @@ def is_user_code(filename: str, just_my_code: bool = True) -> bool:
 
 
 def _classify(filename: str) -> Any:
-    """Classify a code file seen for the first time; the line tracer of its frames."""
+    """Classify a code file seen for the first time; the line tracer of its frames. A library
+    file is known by its name, unresolved (resolving every file of ``import torch`` costs
+    0.1 s), unless a file with breakpoints has its base name."""
+    if _just_my_code and filename.startswith(_LIBRARY_ROOTS) and os.path.basename(filename) not in _bp_basenames:
+        _real[filename], _user[filename] = "", False
+        _tracers[filename] = None
+        return None
     real = _real[filename] = os.path.realpath(filename) if not filename.startswith("<") else filename
-    user = _user[filename] = is_user_code(filename, _just_my_code)
+    user = _user[filename] = is_user_code(real, _just_my_code)
     table = _breakpoints.get(real)
     if table is not None:
         _bp_lines[filename] = table
@@ -377,7 +386,7 @@ def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
 
 def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
     """Replace every breakpoint; lines of files already running get traced from now on."""
-    global _breakpoints, _bp_lines
+    global _breakpoints, _bp_lines, _bp_basenames
     table: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for path, bps in files.items():
         for bp in bps:
@@ -389,7 +398,8 @@ def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
                     bp["code"] = compile("True", "<condition>", "eval")
             table.setdefault(os.path.realpath(path), {}).setdefault(int(bp["line"]), []).append(bp)
     _breakpoints = table
-    known = list(_real.items())
+    _bp_basenames = frozenset(os.path.basename(path) for path in table)
+    known = [(name, real or _resolve_if_named(name)) for name, real in list(_real.items())]
     _bp_lines = {name: table[real] for name, real in known if real in table}
     for name, _real_path in known:
         _tracers[name] = _tracer_for(name, _user.get(name, False))
@@ -399,6 +409,14 @@ def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
             if frame.f_code.co_filename in _bp_lines and frame.f_trace in (None, _trace_steps):
                 frame.f_trace = _trace_breakpoints
             frame = frame.f_back
+
+
+def _resolve_if_named(name: str) -> str:
+    """The real path of a library file not resolved yet, if a breakpoint file has its name."""
+    if os.path.basename(name) not in _bp_basenames:
+        return ""
+    _real[name] = os.path.realpath(name)
+    return _real[name]
 
 
 # --- exceptions ----------------------------------------------------------------------------
