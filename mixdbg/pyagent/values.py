@@ -12,7 +12,7 @@ import itertools
 import re
 import reprlib
 import sys
-from types import FrameType
+from types import FrameType, MappingProxyType
 from typing import Any
 
 MAX_REPR = 1000
@@ -43,7 +43,6 @@ class _BoundedRepr(reprlib.Repr):
         pieces = [f"{self.repr1(key, level - 1)}: {self.repr1(item, level - 1)}"
                   for key, item in itertools.islice(x.items(), self.maxdict)]
         return "{" + ", ".join(pieces + (["..."] if len(x) > self.maxdict else [])) + "}"
-
 
     def repr_instance(self, x: object, level: int) -> str:
         """The object's own repr; its error is the caller's to describe (reprlib hides it)."""
@@ -89,12 +88,16 @@ def _tensor_children(value: Any) -> list[tuple[str, object]]:
     return [("dtype", value.dtype), ("shape", tuple(value.shape)), ("device", value.device), ("values", first)]
 
 
-def _attributes(value: object) -> list[tuple[str, object]]:
-    """Instance attributes: ``__dict__`` and ``__slots__``."""
-    found: list[tuple[str, object]] = []
+def _namespace(value: object) -> Any:
+    """The object's ``__dict__`` (a class's too), if it has one."""
     attrs = getattr(value, "__dict__", None)
-    if isinstance(attrs, dict):
-        found += [(str(name), item) for name, item in list(attrs.items())]
+    return attrs if isinstance(attrs, (dict, MappingProxyType)) else None
+
+
+def _attributes(value: object) -> list[tuple[str, object]]:
+    """Attributes: ``__dict__`` (the first MAX_CHILDREN) and ``__slots__``."""
+    attrs = _namespace(value)
+    found = [(str(name), item) for name, item in itertools.islice(attrs.items(), MAX_CHILDREN)] if attrs else []
     for klass in type(value).__mro__:
         slots = klass.__dict__.get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
@@ -108,7 +111,7 @@ def children_of(value: object) -> list[tuple[str, object]]:
     if _is_tensor(value):
         return _tensor_children(value)
     if isinstance(value, dict):
-        items = [(safe_repr(key), item) for key, item in list(value.items())[:MAX_CHILDREN]]
+        items = [(safe_repr(key), item) for key, item in itertools.islice(value.items(), MAX_CHILDREN)]
     elif isinstance(value, (list, tuple)):
         items = [(str(index), item) for index, item in enumerate(value[:MAX_CHILDREN])]
     elif isinstance(value, (set, frozenset)):
@@ -124,7 +127,8 @@ def _has_children(value: object) -> bool:
     if isinstance(value, (str, bytes, int, float, complex, bool, type(None))):
         return False
     try:
-        return _is_tensor(value) or bool(_attributes(value))
+        return _is_tensor(value) or bool(_namespace(value)) or any(
+            klass.__dict__.get("__slots__") for klass in type(value).__mro__)
     except Exception:  # a hostile __getattr__: shown without children
         return False
 
