@@ -294,6 +294,16 @@ class Session:
             self.inspect.forget()
             self.stop = None
 
+    def configure_agents(self, **changes: Any) -> None:
+        """Change what the Python agents are told (``AgentConfig`` fields); at a native
+        stop, make sure they apply it before the program runs another line."""
+        if self.hub is None:
+            return
+        self.hub.configure(**changes)
+        if self.state == "stopped" and (self.stop is None or self.stop.mailbox is None):
+            for pid, shared in self._agents_alive().items():
+                agents.nudge(self.inspect.write_memory, pid, shared)
+
     def _agents_alive(self) -> dict[int, int]:
         """The processes of the tree that have an agent, and its shared block's address."""
         if self.hub is None:

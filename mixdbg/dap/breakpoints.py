@@ -80,7 +80,7 @@ def _python_lines(adapter: Adapter, path: str, wanted: list[dict[str, Any]]) -> 
     breakpoints[str(Path(path).resolve())] = chosen
     if not chosen:
         del breakpoints[str(Path(path).resolve())]
-    adapter.hub.configure(breakpoints=breakpoints)
+    _session(adapter).configure_agents(breakpoints=breakpoints)
     return [{"id": b.id, "verified": True, "line": b.line, "source": {"path": path}} for b in chosen]
 
 
@@ -176,8 +176,7 @@ def set_exception_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> di
     catchpoint. Native crashes always stop: the process would die unseen otherwise."""
     filters = set(arguments.get("filters") or [])
     filters.update(str(option.get("filterId")) for option in arguments.get("filterOptions") or [])
-    if adapter.hub is not None:
-        adapter.hub.configure(raised="python-raised" in filters, uncaught="python-uncaught" in filters)
+    _session(adapter).configure_agents(raised="python-raised" in filters, uncaught="python-uncaught" in filters)
     try:
         _session(adapter).catch_throw("cpp-throw" in filters)
     except GdbCommandError as err:
