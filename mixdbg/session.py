@@ -117,7 +117,7 @@ class Session:
         self._trap: int | None = None
         self.inspect = Inspector(self.gdb, self.view, self.tree, hub, self._agent_request)
         self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume, self._tell_agent,
-                               self._agents_alive)
+                               self._agents_alive, self.solibs.read)
         self._reply: dict[str, Any] | None = None
         self._catch_throw: int | None = None  # gdb's C++ throw catchpoint, when asked for
         self._deferred: list[Action] = []
@@ -138,6 +138,7 @@ class Session:
         self.gdb.start()
         # mi-async first: it is what lets gdb detach on its own when we die (see GdbMi.start).
         for command in ("-gdb-set mi-async on", "-gdb-set pagination off", "-gdb-set confirm off",
+                        "-gdb-set style enabled off",
                         "-gdb-set breakpoint pending on", "-gdb-set print thread-events off"):
             self.gdb.command(command)
         # Python ignores SIGPIPE itself; gdb's default would stop on every one.

@@ -84,6 +84,8 @@ class Stepper:
     tell_agent: Callable[[str], None]
     #: Every process's agent shared block (pid -> address): all are disarmed at a stop.
     agents_of: Callable[[], dict[int, int]] = dict
+    #: Make gdb read a loaded library's symbols (it reads only those breakpoints need).
+    read_library: Callable[[str], None] = lambda path: None
     temporary: list[str] = field(default_factory=list)
     #: A gdb step of ours is under way on this thread (its stops may need a glue hop).
     native_thread: int | None = None
@@ -184,8 +186,10 @@ class Stepper:
     def _break_in_user_functions(self, pid: int, thread: int) -> None:
         """Temporary breakpoints, on ``thread``, on every function of the user's native
         sources loaded in process ``pid``: where a Step Into from Python may land."""
-        for name in native_sources.user_functions(pid):
-            self._temporary_break(name, thread)
+        for library, names in native_sources.user_functions(pid).items():
+            self.read_library(library)
+            for name in names:
+                self._temporary_break(name, thread)
 
     def _arm(self, at: StepContext, mode: int, depth: int) -> None:
         if at.shared is None:
