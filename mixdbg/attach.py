@@ -529,3 +529,27 @@ def is_loopback(host: str) -> bool:
         return False
     return all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
 
+
+
+def fate(child: Debuggee | None, pid: int | None, grace: float) -> str | None:
+    """How a debuggee ended ("was killed by SIGTRAP", "exited with code 1", "is gone"), or
+    None if it still runs after ``grace`` seconds: a SIGTRAP the kernel queued when its
+    tracer died is delivered only once the thread runs. ``child``: one we launched (its
+    own status is the authority), else ``pid``."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = _fate_now(child, pid)
+        if found is not None or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def _fate_now(child: Debuggee | None, pid: int | None) -> str | None:
+    if child is not None:
+        returncode = child.process.poll()
+        if returncode is None:
+            return None
+        code, signal_name = exit_status(returncode)
+        return f"was killed by {signal_name}" if signal_name else f"exited with code {code}"
+    state = process_state(pid) if pid else {}
+    return None if state and not state["State"].startswith(("Z", "X")) else "is gone"

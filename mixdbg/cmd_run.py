@@ -262,7 +262,7 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
         try:
             session.start_gdb()
             for spec in specs:
-                session.add_breakpoint(spec, announce=False, enabled=enabled)
+                session.table.add(spec, announce=False, enabled=enabled)
             yield session
         finally:
             session.close()
