@@ -138,7 +138,8 @@ class Stepper:
         level = at.level
         if kind == "stepOut":
             outer = outer_visible(at.stack, at.index)
-            if outer is not None and outer[1].kind == "python" and outer[1].depth is not None:
+            if outer is not None and outer[1].kind == "python" and outer[1].depth is not None \
+                    and at.shared is not None:
                 self._arm(at, agents.STEP_TO_DEPTH, outer[1].depth)
                 self.resume_all()
                 return
@@ -167,6 +168,8 @@ class Stepper:
             return True
         self.hops += 1
         target = stack.frames[visible]
+        if target.kind == "python" and at.shared is None:
+            return True  # no agent to stop at the Python line: shown here, under it
         if target.kind == "python" and target.depth is not None:
             if self.kind != "stepIn":  # a Step Into stays armed for any Python line
                 self._arm(at, agents.STEP_TO_DEPTH, target.depth)
