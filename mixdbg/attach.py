@@ -65,6 +65,7 @@ class LaunchOptions:
     tracer: int | None = None  # None: any process of ours may trace (VS Code's gdb)
     stdout: IO[str] | IO[bytes] | None = None  # None: inherit ours
     stderr: IO[str] | IO[bytes] | None = None
+    stdin: IO[bytes] | None = None  # a terminal of the editor's (None: ours, or /dev/null)
     stdin_devnull: bool = False
     #: Children are followed under gdb: the script's ``subprocess`` forks instead of vforking
     #: (see ``NO_VFORK_ENV``).
@@ -262,7 +263,7 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
         process = subprocess.Popen(
             argv, pass_fds=(status_write, gate_read), env=_launch_environment(options),
             start_new_session=True, stdout=options.stdout, stderr=options.stderr, cwd=options.cwd,
-            stdin=subprocess.DEVNULL if options.stdin_devnull else None,
+            stdin=options.stdin if options.stdin is not None else subprocess.DEVNULL if options.stdin_devnull else None,
         )
     except OSError as err:
         for fd in (status_read, status_write, gate_read, gate_write):

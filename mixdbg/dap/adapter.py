@@ -25,6 +25,7 @@ from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import ClientGone, Connection, DapError, read_message
 from mixdbg.dap.registry import HANDLERS
+from mixdbg.dap.terminal import TerminalRequest
 from mixdbg.engine.agents import AgentHub
 from mixdbg.errors import GdbExitedError, MixdbgError
 from mixdbg.events import (
@@ -76,6 +77,7 @@ class Adapter:
         self.debuggee: attach.Debuggee | None = None
         self.hub: AgentHub | None = None
         self.output: OutputFiles | None = None
+        self.terminal: TerminalRequest | None = None  # the editor's terminal, held for the session
         self.client: dict[str, Any] = {}
         self.launched = False
         self.configured = False
@@ -169,6 +171,8 @@ class Adapter:
             self.hub.close()
         if self.output is not None:
             self.output.stop()
+        if self.terminal is not None:
+            self.terminal.close()
         log.info("session ended (%s)", code)
         self.connection.event("terminated")
 

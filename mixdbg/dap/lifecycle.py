@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import jsonschema
 
@@ -15,6 +15,7 @@ from mixdbg import attach
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import DapError
 from mixdbg.dap.registry import CAPABILITIES, request
+from mixdbg.dap.terminal import TerminalRequest
 from mixdbg.engine.agents import AgentHub
 from mixdbg.proctree import FOLLOW_NONE
 from mixdbg.session import Session
@@ -90,13 +91,19 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
     adapter.hub.configure(just_my_code=bool(arguments.get("justMyCode", True)),
                           stop_on_entry=bool(arguments.get("stopOnEntry", False)))
     session = _new_session(adapter, arguments, python, adapter.hub)
-    adapter.output = OutputFiles(lambda category, text: adapter.connection.event(
-        "output", {"category": category, "output": text}))
+    terminal = _terminal(adapter, arguments, target, cwd)
+    if terminal is None:
+        adapter.output = OutputFiles(lambda category, text: adapter.connection.event(
+            "output", {"category": category, "output": text}))
     env = {str(k): (None if v is None else str(v)) for k, v in (arguments.get("env") or {}).items()}
     debuggee = attach.launch(target, attach.LaunchOptions(
-        python=python, host="127.0.0.1", port=0, tracer=os.getpid(), stdout=adapter.output.stdout[1],
-        stderr=adapter.output.stderr[1], stdin_devnull=True,
-        no_vfork=session.tree.follow != FOLLOW_NONE, agent_socket=str(adapter.hub.path), cwd=cwd, env=env))
+        python=python, host="127.0.0.1", port=0, tracer=os.getpid(),
+        stdout=terminal or (adapter.output.stdout[1] if adapter.output else None),
+        stderr=terminal or (adapter.output.stderr[1] if adapter.output else None), stdin=terminal,
+        stdin_devnull=True, no_vfork=session.tree.follow != FOLLOW_NONE, agent_socket=str(adapter.hub.path),
+        cwd=cwd, env=env))
+    if terminal is not None:
+        terminal.close()  # the debuggee has its own descriptors on it
     adapter.debuggee = debuggee
     adapter.launched = True
     adapter.terminate_on_end = True
@@ -109,6 +116,26 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
                                          "systemProcessId": debuggee.pid, "isLocalProcess": True,
                                          "startMethod": "launch"})
     adapter.connection.event("initialized")
+
+
+def _terminal(adapter: Adapter, arguments: dict[str, Any], target: attach.Target, cwd: str) -> IO[bytes] | None:
+    """The editor's terminal for the debuggee (``console: integratedTerminal`` and a client
+    that runs commands in terminals), or None: output events then."""
+    console = str(arguments.get("console", "integratedTerminal"))
+    if console == "internalConsole" or not adapter.client.get("supportsRunInTerminalRequest"):
+        return None
+    request = TerminalRequest(f"mixdbg: {Path(target.name).name}", cwd)
+    answer: list[bool] = []
+    arguments_sent = request.arguments()
+    if console == "externalTerminal":
+        arguments_sent["kind"] = "external"
+    adapter.connection.reverse_request("runInTerminal", arguments_sent,
+                                       lambda response: answer.append(bool(response.get("success"))))
+    device = request.wait(lambda: answer[0] if answer else None)
+    if device is None:
+        adapter.say("mixdbg: the editor gave no terminal; the program's output goes to the debug console")
+    adapter.terminal = request
+    return device
 
 
 @request("attach")
