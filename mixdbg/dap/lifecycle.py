@@ -172,6 +172,8 @@ def configuration_done(adapter: Adapter, arguments: dict[str, Any]) -> None:
             raise
         session.enable_breakpoints()
         adapter.debuggee.release()
+    else:  # attached: it has been held since the attach, its breakpoints now in
+        session.resume()
     adapter.configured = True
 
 
