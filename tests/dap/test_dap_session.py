@@ -129,10 +129,9 @@ def test_attach_by_pid_stops_natively_and_disconnect_leaves_it_running(dap: DapC
                                                                       tmp_path: Path) -> None:
     # Given a running Python process (ours) calling the C extension in a loop
     beat = tmp_path / "beat"
-    program = ("import os, time, mixdbg_testext as ext\n"
-               "while True:\n    ext.loop(1)\n    os.utime(%r, None) if os.path.exists(%r) else open(%r, 'w')\n"
-               "    time.sleep(0.02)\n") % (str(beat), str(beat), str(beat))
-    process = subprocess.Popen([sys.executable, "-c", program], env=natives.env())
+    program = ("import os, sys, time, mixdbg_testext as ext\n"
+               "while True:\n    ext.loop(1)\n    open(sys.argv[1], 'w').close()\n    time.sleep(0.02)\n")
+    process = subprocess.Popen([sys.executable, "-c", program, str(beat)], env=natives.env())
     try:
         deadline = time.monotonic() + 30
         while not beat.exists() and time.monotonic() < deadline:
