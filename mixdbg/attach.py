@@ -268,6 +268,8 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
     except OSError as err:
         for fd in (status_read, status_write, gate_read, gate_write):
             os.close(fd)
+        if options.cwd is not None and not os.path.isdir(options.cwd):
+            raise NotFoundError(f"the working directory {options.cwd} does not exist") from err
         raise NotFoundError(f"cannot start {options.python}: {err.strerror}") from err
     os.close(status_write)
     os.close(gate_read)
