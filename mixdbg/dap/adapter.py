@@ -174,7 +174,8 @@ class Adapter:
         if self.terminal is not None:
             self.terminal.close()
         log.info("session ended (%s)", code)
-        self.connection.event("terminated")
+        if self.session is not None:  # a client that never launched has nothing to be told
+            self.connection.event("terminated")
 
     def client_gone(self) -> None:
         """The client vanished: let the debuggee go (it runs on), end, and stop serving."""
