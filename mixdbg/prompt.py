@@ -168,17 +168,25 @@ def _select_frame(session: Session, verb: str, text: str) -> None:
 
 def _locals(session: Session, text: str) -> None:
     """Print a frame's locals, one ``name = value`` a line: the selected frame's, or
-    frame #N's."""
+    frame #N's. A selected native frame without debug info (a release build of torch) has
+    none to show: the Python frame that called it is shown instead, saying so."""
     thread, index = _selected(session)
     number = _number(text, "frame") if text else index
     stack = session.inspect.stack(thread)
     if not 0 <= number < len(stack.frames):
         raise UsageError(f"no frame #{number} (the stack has {len(stack.frames)})")
     frame = stack.frames[number]
-    if frame.kind == "python":
+    if frame.kind == "native":
+        try:
+            variables = session.inspect.native_locals(thread, frame.level or 0)
+        except DebuggerError as err:
+            python = next((i for i in range(number, len(stack.frames)) if stack.frames[i].kind == "python"), None)
+            if text or python is None:
+                raise
+            print(f"  frame #{number} ({frame.function}) has no debug info ({err.message})", flush=True)
+            number = python
+    if stack.frames[number].kind == "python":
         variables = session.inspect.python_locals(thread, number, stack)
-    else:
-        variables = session.inspect.native_locals(thread, frame.level or 0)
     print(f"  locals of frame #{number}:" if variables else f"  frame #{number} has no locals", flush=True)
     for variable in variables:
         print(f"    {variable.name} = {variable.value}", flush=True)

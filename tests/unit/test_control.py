@@ -28,14 +28,25 @@ from mixdbg.errors import MixdbgError, NotFoundError, UnavailableError, UsageErr
 NOBODY = 65534
 
 
+class FakeTable:
+    """The session's breakpoint table, as list and delete use it."""
+
+    def __init__(self, items: dict[int, object]) -> None:
+        self.items = items
+
+    def delete(self, number: int) -> None:
+        if self.items.pop(number, None) is None:
+            raise UsageError(f"no breakpoint {number}")
+
+
 class FakeSession(SimpleNamespace):
     """What the server and the list/delete operations touch."""
 
     tree = SimpleNamespace(summary=((4243, "rank 1, pid 4243"),))  # the followed processes
 
-    def delete_breakpoint(self, number: int) -> None:
-        if self.breakpoints.pop(number, None) is None:
-            raise UsageError(f"no breakpoint {number}")
+    @property
+    def table(self) -> FakeTable:
+        return FakeTable(self.breakpoints)
 
 
 @pytest.fixture
