@@ -11,6 +11,11 @@ each load (``stop-on-solib-events``); at that stop ``wanted`` picks the new libr
 breakpoint could be in, from their ELF string tables (a name's last component, e.g.
 ``randn`` for ``at::native::randn``, must occur there; ``FILE:LINE`` needs DWARF), and
 only those are read. A library that is read re-resolves the breakpoints, as before.
+
+A fork child is the exception: gdb looks for its libraries once, as it creates it, and
+reads them only under ``auto-solib-add on``; gdb's helper turns that on as the inferior is
+added (``mixdbg-fork-symbols``), and ``on_load`` turns it off again. gdb 13 keeps reading
+every library (``configure``).
 """
 
 from __future__ import annotations
