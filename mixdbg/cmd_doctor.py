@@ -53,8 +53,10 @@ exit codes: 0 attaching can work (also when it depends, e.g. on the target's opt
 
 DOCTOR_HELP = """\
 Check everything that decides whether mixed Python + C/C++ debugging works here, one line each
-(ok / warn / fail, with a one-line fix): gdb and its version, debugpy, the Python interpreter
-(--python) and how its Python frames are read (debug offsets / known layout / not supported), ptrace permission (see 'mixdbg ptrace'), and for each
+(ok / warn / fail, with a one-line fix): gdb (which one and why), its version, debugpy, the Python
+interpreter (--python) and how its Python frames are read (debug offsets / known layout / not
+supported), ptrace permission (see 'mixdbg ptrace'), whether gdb may call functions and follow
+several processes here, and for each
 --lib (and torch's libraries when torch is installed) how much debug info it has:
   DWARF             break by file:line and see locals
   symbol table      break by function name only

@@ -17,6 +17,10 @@ gdb with Python):
 - ``mixdbg-stack`` first reads the symbols of the libraries its frames are in (mixdbg
   keeps ``auto-solib-add off``: see ``mixdbg.solibs``): without them gdb can neither name
   nor unwind their frames.
+- ``mixdbg-fork-symbols``: from now on, gdb reads the libraries of each new inferior (a
+  fork child) as it creates it: ``auto-solib-add`` is turned on when the inferior is added,
+  before gdb looks for its libraries (it does only under ``on``); mixdbg turns it off again
+  at the next library load.
 
 Python frames come from ``mixdbg.pyframes``, which reads the interpreter's memory
 (``gdb.Inferior.read_memory``) and never calls into the debuggee. Only the standard
@@ -266,6 +270,23 @@ class MixdbgStack(gdb.Command):
         _write(path, result)
 
 
+def _read_new_inferiors_libraries(event):
+    gdb.execute("set auto-solib-add on", to_string=True)
+
+
+class MixdbgForkSymbols(gdb.Command):
+    """mixdbg-fork-symbols: read each new inferior's libraries as gdb creates it."""
+
+    def __init__(self):
+        super().__init__("mixdbg-fork-symbols", gdb.COMMAND_FILES)
+        self.connected = False
+
+    def invoke(self, argument, from_tty):
+        if not self.connected:
+            gdb.events.new_inferior.connect(_read_new_inferiors_libraries)
+            self.connected = True
+
+
 class MixdbgLocals(gdb.Command):
     """mixdbg-locals FRAME_ADDRESS OUTFILE: write a Python frame's locals as JSON."""
 
@@ -287,3 +308,4 @@ class MixdbgLocals(gdb.Command):
 MixdbgPython()
 MixdbgStack()
 MixdbgLocals()
+MixdbgForkSymbols()

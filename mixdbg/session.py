@@ -358,9 +358,6 @@ class Session:
                                  self.table.ops.kernel_library())
             self._bind_operators(payload)
             self.resume()
-        elif reason == "fork":  # a followed fork child, held: its libraries' symbols (see solibs)
-            self.solibs.on_fork()
-            self.resume()
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
         elif self._kicking and reason in ("", "signal-received") and payload.get("signal-name") in (None, "SIGINT"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -21,6 +22,8 @@ from typing import Any
 import pexpect
 import psutil
 import pytest
+
+from mixdbg.gdbmi import find_gdb, gdb_environment
 
 CEXT_SOURCE = Path(__file__).parent / "cext" / "mixdbg_testext.c"
 
@@ -84,6 +87,23 @@ def torch_installed() -> None:
     probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, check=False)
     if probe.returncode != 0:
         pytest.skip("torch is not installed")
+
+
+@functools.cache
+def gdb_major() -> int:
+    """The major version of the gdb mixdbg uses here (``MIXDBG_GDB`` picks another: the
+    system's gdb 13.1 in the matrix job, ``.ci/run-system-gdb``)."""
+    done = subprocess.run([find_gdb(), "-nx", "-batch", "-ex", "p $_gdb_major"], capture_output=True, text=True,
+                          env=gdb_environment(), timeout=60, check=True)
+    return int(done.stdout.split("=")[-1])
+
+
+def xfail_known_gdb_death(result: MixdbgRun) -> None:
+    """Mark a run that ended with gdb's death (exit 75) on gdb before 14 as the known gdb
+    13.1 failure (docs/reliability.md: 5 spawn/forkserver pool runs in 100)."""
+    if result.returncode == 75 and "died" in result.stderr and gdb_major() < 14:
+        pytest.xfail("gdb 13.1's internal-error in select_event_lwp (Assertion num_events > 0) while it "
+                     "follows several processes")
 
 
 # --- Running mixdbg and checking for leftovers ---------------------------------------

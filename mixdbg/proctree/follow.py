@@ -88,9 +88,6 @@ class ProcessTree:
         if self.follow == FOLLOW_NONE or self.following:
             return
         self.gdb.console("set detach-on-fork off")
-        # gdb reads a fork child's libraries only under auto-solib-add on (mixdbg keeps it
-        # off): the session reads those breakpoints need at this stop (see mixdbg.solibs).
-        self.gdb.console("catch fork")
         self.following = True
 
     @property

@@ -12,7 +12,7 @@ from typing import Any
 
 import pexpect
 import pytest
-from conftest import CEXT_SOURCE, CExtension, Forky, MixdbgRun, run_mixdbg
+from conftest import CEXT_SOURCE, CExtension, Forky, MixdbgRun, run_mixdbg, xfail_known_gdb_death
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -196,6 +196,7 @@ def test_pool_children_stop(cext: CExtension, tmp_path: Path, method: str) -> No
     # When it runs under mixdbg with a breakpoint in the extension
     result = follow_run(["-b", "native_step", str(script), method], env=cext.env())
     # Then both pool workers (exec'd Python children) stop there
+    xfail_known_gdb_death(result)
     assert result.returncode == 0, result.stderr[-3000:]
     main = result.of("session")[0]["pid"]
     stopped_in = {stop["pid"] for stop in result.of("stopped")}

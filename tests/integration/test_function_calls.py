@@ -10,14 +10,12 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from conftest import Forky, mixdbg_at_terminal
+from conftest import Forky, gdb_major, mixdbg_at_terminal
 
 from mixdbg import calls
-from mixdbg.gdbmi import find_gdb
 
 AMX_HERE = "amx_tile" in calls.cpu_flags()
-GDB_MAJOR = int(subprocess.run([find_gdb(), "-nx", "-batch", "-ex", "p $_gdb_major"], capture_output=True,
-                               text=True, check=True).stdout.split("=")[-1])
+GDB_MAJOR = gdb_major()
 UNSAFE_HERE = AMX_HERE and GDB_MAJOR < calls.FIRST_SAFE_GDB
 
 SLEEPER = """\
