@@ -63,11 +63,16 @@ class LaunchOptions:
     port: int
     wait_for_client: bool = False  # also lets debugpy follow child processes (see bootstrap)
     tracer: int | None = None  # None: any process of ours may trace (VS Code's gdb)
-    stdout: IO[str] | None = None  # None: inherit ours
+    stdout: IO[str] | IO[bytes] | None = None  # None: inherit ours
+    stderr: IO[str] | IO[bytes] | None = None
     stdin_devnull: bool = False
     #: Children are followed under gdb: the script's ``subprocess`` forks instead of vforking
     #: (see ``NO_VFORK_ENV``).
     no_vfork: bool = False
+    #: ``mixdbg dap``: the Python agent's socket (no debugpy then; see ``bootstrap``).
+    agent_socket: str | None = None
+    cwd: str | None = None
+    env: dict[str, str | None] | None = None  # changes to the environment (None: remove)
 
 
 class StatusPipe:
@@ -154,15 +159,16 @@ class Debuggee:
             self.gate_fd = None
 
 
-def check_target(target: Target) -> None:
-    """Fail early, with a clear message, on a script that cannot be run."""
+def check_target(target: Target, cwd: str | None = None) -> None:
+    """Fail early, with a clear message, on a script that cannot be run (a relative path
+    is taken from ``cwd``, the debuggee's working directory, when given)."""
     if target.kind == "module":
         if not target.name:
             raise UsageError("empty module name after -m")
         return
     if not target.name:
         raise UsageError("empty script path")
-    path = Path(target.name)
+    path = Path(cwd or ".") / target.name
     if not path.exists():
         raise NotFoundError(f"script not found: {target.name}")
     if path.is_dir() and not (path / "__main__.py").exists():
@@ -214,18 +220,37 @@ def child_environment(no_vfork: bool = False) -> dict[str, str]:
     return env
 
 
+def _launch_environment(options: LaunchOptions) -> dict[str, str]:
+    """``child_environment`` with the launch's own changes and the agent's socket."""
+    env = child_environment(options.no_vfork)
+    for name, value in (options.env or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    if options.agent_socket is not None:
+        env[AGENT_SOCKET_ENV] = options.agent_socket
+    return env
+
+
+#: Where the bootstrap's agent finds the engine (``mixdbg dap``).
+AGENT_SOCKET_ENV = "MIXDBG_AGENT_SOCKET"
+
+
 def launch(target: Target, options: LaunchOptions) -> Debuggee:
     """Start the target under debugpy, held before its first line; return once its real
     pid is known (debugpy is still starting: see ``Debuggee.wait_for_debugpy``). The caller
     must ``release()`` it."""
-    check_target(target)
-    check_port_free(options.host, options.port)
+    check_target(target, options.cwd)
+    if options.agent_socket is None:
+        check_port_free(options.host, options.port)
     status_read, status_write = os.pipe()
     gate_read, gate_write = os.pipe()
     tracer = "any" if options.tracer is None else str(options.tracer)
     argv = [
         options.python, "-Xfrozen_modules=off", str(BOOTSTRAP), str(status_write), str(gate_read),
-        options.host, str(options.port), "1" if options.wait_for_client else "0", tracer,
+        options.host, str(options.port if options.agent_socket is None else -1),
+        "1" if options.wait_for_client else "0", tracer,
         "1" if options.wait_for_client else "0", target.kind, target.name, *target.args,
     ]
     try:
@@ -233,8 +258,8 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
         # stdout/stderr are inherited file descriptors, never a pipe through mixdbg, so the
         # debuggee's output survives mixdbg's death.
         process = subprocess.Popen(
-            argv, pass_fds=(status_write, gate_read), env=child_environment(options.no_vfork),
-            start_new_session=True, stdout=options.stdout,
+            argv, pass_fds=(status_write, gate_read), env=_launch_environment(options),
+            start_new_session=True, stdout=options.stdout, stderr=options.stderr, cwd=options.cwd,
             stdin=subprocess.DEVNULL if options.stdin_devnull else None,
         )
     except OSError as err:
@@ -280,7 +305,8 @@ def _checked(report: dict[str, object], process: subprocess.Popen[bytes]) -> dic
         raise DataError(f"{syntax['file']}{where}: {syntax['message']}; the script was not run")
     if "error" in report:
         process.wait()
-        raise UnavailableError(f"debugpy could not start: {report['error']}")
+        message = str(report["error"])
+        raise UnavailableError(message if message.startswith("mixdbg") else f"debugpy could not start: {message}")
     return report
 
 

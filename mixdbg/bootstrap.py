@@ -4,14 +4,17 @@ It runs inside the user's interpreter, before the user's script, and does four t
 
 1. declares the permitted tracer (``prctl(PR_SET_PTRACER)``) so that gdb may attach under
    Yama ``ptrace_scope=1`` without root (a no-op where Yama is absent);
-2. reports its pid on the status pipe (one JSON line), starts debugpy listening
-   (``debugpy.listen``) and reports the port (a second line);
-3. waits on the gate pipe until mixdbg has attached gdb and inserted every breakpoint (EOF,
-   i.e. mixdbg died, also opens the gate: the user's program always gets to run);
+2. reports its pid on the status pipe (one JSON line), starts its Python debugger and
+   reports on it (a second line): debugpy listening (``debugpy.listen``), or, under
+   ``mixdbg dap`` (``MIXDBG_AGENT_SOCKET`` set, PORT -1), mixdbg's own agent
+   (``mixdbg/pyagent``), which takes its breakpoints from that socket;
+3. waits on the gate pipe until mixdbg has attached gdb and inserted every breakpoint.
+   If mixdbg is gone before that (EOF on the gate), the script is not run: it asked for a
+   debugger, and running it undebugged would skip every breakpoint it was started for;
 4. runs the script or module exactly as ``python SCRIPT`` / ``python -m MODULE`` would.
 
 Usage: bootstrap.py STATUS_FD GATE_FD HOST PORT WAIT_FOR_CLIENT TRACER CHILDREN (script|module) TARGET [ARGS...]
-TRACER is a pid, or "any". CHILDREN is 1 to let debugpy follow child processes. Only the standard library and debugpy are used before step 4.
+TRACER is a pid, or "any". CHILDREN is 1 to let debugpy follow child processes. Only the standard library, debugpy and the agent are used before step 4.
 """
 
 import json
@@ -79,6 +82,41 @@ def _start_debugpy(host, port, children, status_fd):
     return bound_host, bound_port
 
 
+#: Exit status of a debuggee whose debugger went away before its first line (EX_UNAVAILABLE).
+NO_DEBUGGER_STATUS = 69
+AGENT_SOCKET_ENV = "MIXDBG_AGENT_SOCKET"
+
+
+def _start_agent(status_fd):
+    """Load mixdbg's Python agent by path (as ``_mixdbg_agent``: the program never sees
+    mixdbg's package) and let it take its configuration; report a failure and end."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyagent", "agent.py")
+    try:
+        spec = importlib.util.spec_from_file_location("_mixdbg_agent", path)
+        agent = importlib.util.module_from_spec(spec)
+        sys.modules["_mixdbg_agent"] = agent
+        spec.loader.exec_module(agent)
+        agent.start(os.environ[AGENT_SOCKET_ENV])
+    except Exception as err:  # reported to mixdbg, which words it for the user
+        message = f"mixdbg's Python agent could not start: {type(err).__name__}: {err}"
+        _report(status_fd, {"error": message})
+        sys.stderr.write(f"mixdbg: {message}; the script was not run\n")
+        os._exit(NO_DEBUGGER_STATUS)
+
+
+def _wait_at_gate(gate_fd):
+    """Wait for mixdbg to open the gate; if it is gone instead, end without running."""
+    opened = os.read(gate_fd, 1)
+    os.close(gate_fd)
+    if not opened:
+        sys.stderr.write("mixdbg: the debugger went away before the script started; "
+                         "not running it without the debugger it was started under\n")
+        sys.stderr.flush()
+        os._exit(NO_DEBUGGER_STATUS)
+
+
 def _check_syntax(kind, target, status_fd):
     """Compile a script file with the user's interpreter before anything runs, so that a
     syntax error is one line from mixdbg rather than a traceback from inside the debugger."""
@@ -133,11 +171,14 @@ def main(argv):
     _check_syntax(kind, target, status_fd)
     # The pid first: mixdbg attaches gdb while debugpy starts up (about 0.7 s).
     _report(status_fd, {"pid": os.getpid(), "ptracer": _declare_tracer(tracer)})
-    bound_host, bound_port = _start_debugpy(host, port, children, status_fd)
+    if port < 0:  # mixdbg dap: its agent, which returns once the debugger configured it
+        _start_agent(status_fd)
+        bound_host, bound_port = None, None
+    else:
+        bound_host, bound_port = _start_debugpy(host, port, children, status_fd)
     _report(status_fd, {"host": bound_host, "port": bound_port, "python": sys.executable})
     os.close(status_fd)
-    os.read(gate_fd, 1)
-    os.close(gate_fd)
+    _wait_at_gate(gate_fd)
     if wait_for_client:
         sys.modules["debugpy"].wait_for_client()
     _fork_not_vfork()

@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from mixdbg import __version__, cmd_break, cmd_doctor, cmd_run, cmd_setup
+from mixdbg import __version__, cmd_break, cmd_dap, cmd_doctor, cmd_run, cmd_setup
 from mixdbg.errors import MixdbgError, UsageError
 
 DESCRIPTION = """\
@@ -24,6 +24,7 @@ Debug Python and C/C++ in the same process at the same time.
   mixdbg break at::native::add                  add a breakpoint to a running session
   mixdbg setup                                  write .vscode/launch.json (debugpy + cppdbg)
   mixdbg doctor                                 check everything that could block attaching
+  mixdbg dap                                    a Debug Adapter Protocol server for editors
 
 Exit codes: the debuggee's own code for 'run' once it started (128+N for signal N);
 otherwise 0 ok, 64 usage, 65 unparseable file, 66 not found, 69 unavailable (gdb, port),
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mixdbg {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     verbs.required = True
-    for module in (cmd_run, cmd_break, cmd_setup, cmd_doctor):
+    for module in (cmd_run, cmd_break, cmd_dap, cmd_setup, cmd_doctor):
         module.register(verbs)
     return parser
 

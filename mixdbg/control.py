@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import socket
-import stat
 import struct
 import threading
 import time
@@ -41,6 +40,7 @@ from mixdbg.errors import (
     UsageError,
 )
 from mixdbg.events import Notice
+from mixdbg.rundir import runtime_dir
 from mixdbg.session import Session, SessionEnded
 
 log = logging.getLogger(__name__)
@@ -62,36 +62,6 @@ _ERROR_KINDS: dict[str, type[MixdbgError]] = {
 
 class ProtocolError(MixdbgError):
     """A request that is not valid protocol: malformed, oversized, too slow, unknown verb."""
-
-
-# --- the runtime directory ------------------------------------------------------------------
-
-def runtime_dir(create: bool = False) -> Path:
-    """The per-user directory holding session sockets, checked to be private to this user.
-
-    Refused (not repaired) when owned by another uid or open to group/others: under /tmp
-    anyone could have created it first."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    uid = os.geteuid()
-    path = Path(base) / "mixdbg" if base and os.path.isabs(base) else Path(f"/tmp/mixdbg-{uid}")
-    if create:
-        try:
-            path.mkdir(mode=0o700)
-            os.chmod(path, 0o700)  # mkdir's mode is masked by the umask; make it exact
-        except FileExistsError:
-            pass
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return path
-    if not stat.S_ISDIR(info.st_mode):
-        raise UnavailableError(f"{path} is not a directory; refusing to use it for session sockets")
-    if info.st_uid != uid or stat.S_IMODE(info.st_mode) & 0o077:
-        raise UnavailableError(
-            f"{path} is owned by uid {info.st_uid} with mode {stat.S_IMODE(info.st_mode):o}; "
-            "refusing to use it for session sockets",
-            hint="it must be yours and mode 700; remove it if you do not know who made it")
-    return path
 
 
 def socket_path(pid: int) -> Path:

@@ -61,10 +61,12 @@ class Stopped:
     arguments: list[dict[str, Any]] | None = None  # the innermost frame's, when decoded
     pid: int | None = None
     process: str | None = None  # who, for people: "rank 1, pid 4242"
+    #: At a Python stop, what the agent said (reason, description, exception).
+    python: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (``threads`` only when every thread's stack was asked for)."""
-        body = {"event": "stopped", "reason": self.reason, "breakpoint": self.breakpoint,
+        body: dict[str, Any] = {"event": "stopped", "reason": self.reason, "breakpoint": self.breakpoint,
                 "signal": self.signal, "thread": self.thread,
                 "frames": [frame.to_json() for frame in self.stack.frames],
                 "python_frames": self.stack.python_status, "pid": self.pid, "process": self.process}
@@ -74,6 +76,8 @@ class Stopped:
             body["op"] = self.op
         if self.arguments is not None:
             body["arguments"] = self.arguments
+        if self.python is not None:
+            body["python"] = self.python
         return body
 
 
@@ -131,4 +135,17 @@ class Notice:
         return {"event": self.level, "message": self.message}
 
 
-Event = Union[SessionStarted, BreakpointChanged, Stopped, Exited, Detached, Notice, ProcessFollowed]
+@dataclass(frozen=True)
+class ProgramOutput:
+    """Text the program's debugging produced for the user (a logpoint's message)."""
+
+    text: str
+    pid: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"event": "output", "text": self.text, "pid": self.pid}
+
+
+Event = Union[SessionStarted, BreakpointChanged, Stopped, Exited, Detached, Notice, ProcessFollowed,
+              ProgramOutput]

@@ -75,8 +75,9 @@ def _python_threads():
         return f"unavailable: the frame reader failed ({type(err).__name__}: {err})", []
 
 
-def _native_frame(gdb_frame):
-    """Describe one native frame: function, source position when known, library."""
+def _native_frame(gdb_frame, level):
+    """Describe one native frame: function, source position when known, library, and its
+    gdb frame ``level`` (what ``-stack-select-frame`` takes)."""
     pc = gdb_frame.pc()
     file_name, line = None, None
     try:
@@ -88,7 +89,7 @@ def _native_frame(gdb_frame):
         pass
     library = gdb.solib_name(pc) or gdb.current_progspace().filename
     return {"kind": "native", "function": gdb_frame.name() or "??", "file": file_name, "line": line,
-            "library": library, "address": f"{pc:#x}"}
+            "library": library, "address": f"{pc:#x}", "level": level}
 
 
 def _python_frame(frame):
@@ -105,7 +106,7 @@ def _native_frames(max_frames):
             sp = int(gdb_frame.read_register("sp"))
         except (gdb.error, ValueError):
             sp = None
-        natives.append((_native_frame(gdb_frame), sp))
+        natives.append((_native_frame(gdb_frame, len(natives)), sp))
         try:
             gdb_frame = gdb_frame.older()
         except gdb.error:
@@ -146,11 +147,22 @@ def _mixed(max_frames, interpreter, threads):
         frames.extend([_python_frame(f) for f in run.frames] if run else [native])
     for run in tail:
         frames.extend(_python_frame(f) for f in run.frames)
+    _number_depths(frames)
     status = f"ok (Python {interpreter.version}, {interpreter.method}"
     status += f"; placed {how})" if how else ")"
     if problems:
         status = f"partial: {problems[0]}; {status}"
     return {"frames": frames[:max_frames], "python": status, "truncated": truncated or len(frames) > max_frames}
+
+
+def _number_depths(frames):
+    """Give each Python frame its depth: how many Python frames there are from the
+    thread's outermost one to it, that one included (the agent's step requests use it)."""
+    depth = sum(1 for frame in frames if frame["kind"] == "python")
+    for frame in frames:
+        if frame["kind"] == "python":
+            frame["depth"] = depth
+            depth -= 1
 
 
 def mixed_stacks(max_frames, every_thread):

@@ -19,6 +19,7 @@ from mixdbg.events import (
     Exited,
     Notice,
     ProcessFollowed,
+    ProgramOutput,
     SessionStarted,
     Stopped,
 )
@@ -99,6 +100,8 @@ def human(event: Event) -> list[str]:
         return [f"mixdbg: [{event.label}] following: {' '.join(event.body['argv'])}"]
     if isinstance(event, Detached):
         return [f"mixdbg: detached from PID {event.pid} ({event.reason}); it runs on"]
+    if isinstance(event, ProgramOutput):
+        return [event.text.rstrip("\n")]
     return [f"mixdbg: {event.level}: {event.message}"]
 
 

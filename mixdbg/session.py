@@ -24,6 +24,9 @@ from typing import Any, Callable, Union
 from mixdbg import attach, calls, ptrace, stack, symbols
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
+from mixdbg.engine import agents
+from mixdbg.engine.inspect import Inspector, StopPoint
+from mixdbg.engine.stepping import Stepper
 from mixdbg.errors import (
     DebuggerError,
     GdbExitedError,
@@ -82,11 +85,13 @@ class Session:
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
                  gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
-                 python: str | None = None, follow: str = FOLLOW_PYTHON) -> None:
+                 python: str | None = None, follow: str = FOLLOW_PYTHON,
+                 hub: agents.AgentHub | None = None,
+                 items: queue.SimpleQueue[QueueItem] | None = None) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.all_threads = all_threads
-        self.queue: queue.SimpleQueue[QueueItem] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
         self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
         self.tree = ProcessTree(self.gdb, emit, follow,
@@ -103,6 +108,22 @@ class Session:
         self.last_stop: Stopped | None = None
         self._kicking = False
         self._stalled = 0  # failed resumes in a row
+        #: The Python agents (``mixdbg dap``), their trap's gdb breakpoint number.
+        self.hub = hub
+        self._trap: int | None = None
+        self.inspect = Inspector(self.gdb, self.view, self.tree, hub, self._agent_request)
+        self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume, self._tell_agent)
+        self._reply: dict[str, Any] | None = None
+        self._deferred: list[Action] = []
+
+    @property
+    def stop(self) -> StopPoint | None:
+        """Where the tree is stopped, for stepping, frames, variables and evaluation."""
+        return self.inspect.stop
+
+    @stop.setter
+    def stop(self, point: StopPoint | None) -> None:
+        self.inspect.stop = point
 
     # --- setting up -------------------------------------------------------------------
 
@@ -118,6 +139,9 @@ class Session:
         self.gdb.console(f"source {HELPER_SCRIPT}")
         self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
         self._guard_function_calls()
+        if self.hub is not None:  # the agents' trap: every Python stop is this breakpoint's hit
+            result = self.gdb.command(f"-break-insert -f {agents.TRAP_FUNCTION}")
+            self._trap = int(result["bkpt"]["number"])
 
     def _guard_function_calls(self) -> None:
         """Forbid gdb to call functions in the debuggee where that could harm it (see
@@ -138,6 +162,7 @@ class Session:
         once and gdb reads the symbols of its libraries while debugpy starts up; a process
         we attach to stays stopped until its symbols are read, so no breakpoint misses."""
         self.pid = pid
+        self.inspect.root_pid = pid
         self._child = child
         if child is not None:
             self.gdb.command("-gdb-set auto-solib-add off")
@@ -235,11 +260,66 @@ class Session:
         them (they are exiting: gdb refuses until it has seen the exits), the exits are
         awaited, and the resume retried meanwhile (``_unstick``)."""
         if self.state == "stopped":
+            self._leave_stop()
             if not self.tree.continue_all():
                 self._reconcile()
                 log.info("gdb could resume no followed process yet; retrying")
                 self._stalled = 1
             self.state = "running"
+
+    def step(self, kind: str, thread: int, index: int) -> None:
+        """Step ``kind`` (next, stepIn, stepOut) from frame ``index`` of ``thread``'s mixed
+        stack, in either language, across the boundary where the code goes there."""
+        self._require_stopped("steps")
+        stack = self.inspect.stack(thread)
+        if not 0 <= index < len(stack.frames):
+            raise UsageError(f"no frame #{index} in thread {thread}")
+        at = self.inspect.step_context(self.stop, thread, stack, index)
+        self.stepper.step(kind, at)
+        if self.state == "stopped":  # a gdb step: the tree runs until its stop
+            self.state = "running"
+            self.inspect.forget()
+            self.stop = None
+
+    def _leave_stop(self) -> None:
+        """Before the tree runs: a thread at a Python stop is told to continue (unless a
+        step told it otherwise), and what was read at the stop is forgotten."""
+        if self.stop is not None and self.stop.mailbox is not None and not self.stop.answered:
+            self._tell_agent("continue")
+        self.inspect.forget()
+        self.stop = None
+
+    def _tell_agent(self, command: str) -> None:
+        """Give the thread at the Python stop its command for when it runs again."""
+        if self.stop is None or self.stop.mailbox is None:
+            return
+        agents.post_to_mailbox(self.inspect.write_memory, self.stop.mailbox, {"command": command})
+        self.stop.answered = True
+
+    def _agent_request(self, request: dict[str, Any], timeout: float = STOP_TIMEOUT) -> dict[str, Any]:
+        """Have the agent of the thread at the Python stop answer ``request`` (evaluate,
+        variables, children): only that thread runs meanwhile (scheduler-locking), and it
+        stops again with the reply. A native breakpoint hit meanwhile ends the request."""
+        stop = self.stop
+        if stop is None or stop.mailbox is None:
+            raise UsageError("Python values are asked of the agent at Python stops only")
+        agents.post_to_mailbox(self.inspect.write_memory, stop.mailbox, request)
+        self._reply = None
+        self.gdb.command("-gdb-set scheduler-locking on")
+        try:
+            self.gdb.command(f"-exec-continue --thread {stop.thread}")
+            self.state = "running"
+            self._pump_until(lambda: self._reply is not None or self.stop is not stop, timeout,
+                             "the Python request", reporting=True)
+        finally:
+            self.gdb.command("-gdb-set scheduler-locking replay")
+        if self._reply is None:
+            raise DebuggerError("the program stopped elsewhere while Python evaluated")
+        reply, self._reply = self._reply, None
+        if "error" in reply:
+            raise DebuggerError(str(reply["error"]))
+        body: dict[str, Any] = reply.get("body", {})
+        return body
 
     def interrupt(self) -> None:
         """Stop the running debuggee; the stop is reported as an ``interrupt``."""
@@ -256,7 +336,7 @@ class Session:
                     self._reconcile()
                     self._unstick()
                     continue
-                self._handle(item)
+                self.handle(item)
         except SessionEnded as end:
             return end.code
         except GdbExitedError:
@@ -265,20 +345,31 @@ class Session:
             self._gdb_died()
             raise
 
-    def _pump_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
-        """Process queue items until ``done()``; raise if that takes longer than ``timeout``."""
+    def _pump_until(self, done: Callable[[], bool], timeout: float, what: str,
+                    reporting: bool = False) -> None:
+        """Process gdb's records until ``done()``; raise if that takes longer than ``timeout``.
+        Actions (requests of front ends) wait until the loop takes them again."""
         deadline = time.monotonic() + timeout
-        while not done():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DebuggerError(f"gdb did not finish {what} within {timeout:.0f} s")
-            try:
-                item = self.queue.get(timeout=min(remaining, 1.0))
-            except queue.Empty:
-                continue
-            self._handle(item, reporting=False)
+        try:
+            while not done():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise DebuggerError(f"gdb did not finish {what} within {timeout:.0f} s")
+                try:
+                    item = self.queue.get(timeout=min(remaining, 1.0))
+                except queue.Empty:
+                    continue
+                if callable(item):
+                    self._deferred.append(item)
+                else:
+                    self.handle(item, reporting=reporting)
+        finally:
+            for action in self._deferred:
+                self.queue.put(action)
+            self._deferred.clear()
 
-    def _handle(self, item: QueueItem, reporting: bool = True) -> None:
+    def handle(self, item: QueueItem, reporting: bool = True) -> None:
+        """Process one queue item: a gdb record, gdb's end, or an action."""
         if item is None:
             self._gdb_died()
         elif isinstance(item, MiRecord):
@@ -300,6 +391,8 @@ class Session:
             self._on_stopped(payload, reporting)
         elif record.message == "breakpoint-modified":
             self._on_breakpoint_modified(payload["bkpt"])
+        elif record.message == "library-loaded":
+            self.stepper.libraries_changed()
         elif record.message is not None and record.message.startswith("thread-"):
             process = self.tree.on_notify(record)
             if process is not None and process is self.tree.root and "exit-code" in payload:
@@ -361,7 +454,7 @@ class Session:
         elif reason == "signal-received" and payload.get("signal-name") != "SIGINT":
             self._report("signal", None, str(payload.get("signal-name")), payload)
         elif reason in ("end-stepping-range", "function-finished", "location-reached"):
-            self._report("step", None, None, payload)
+            self._on_step_end(payload)
         else:  # an interrupt (gdb says SIGINT, or gives no reason) or a stop gdb names otherwise
             self._report("interrupt" if reason in ("", "signal-received") else "other", None, None, payload)
 
@@ -380,8 +473,46 @@ class Session:
         else:
             self._finish(None, str(payload.get("signal-name", "")))
 
+    def _on_step_end(self, payload: dict[str, Any]) -> None:
+        """A gdb step of ours ended: report it, unless it ended in glue and goes on."""
+        thread = str(payload.get("thread-id", ""))
+        if self.stepper.native_thread is not None and thread.isdigit():
+            self.stepper.disarm()
+            stack = self.inspect.stack(int(thread))
+            at = self.inspect.step_context(None, int(thread), stack, 0)
+            if not self.stepper.after_native_step(stack, at):
+                self.inspect.forget()
+                if self.state == "stopped":
+                    self.state = "running"
+                return
+        self.stepper.native_thread = None
+        self._report("step", None, None, payload)
+
+    def _on_trap(self, payload: dict[str, Any]) -> None:
+        """The agent's trap: a Python stop, or the reply to a request; anything else that
+        called the trap function is not the agent and runs on."""
+        process = self.tree.stopped_in(payload)
+        pid = process.pid if process else self.pid
+        mailbox = self.inspect.trapped_mailbox(pid) if pid is not None else None
+        if mailbox is None:
+            self.resume()
+            return
+        message = mailbox.message
+        if message.get("event") == "reply":
+            if self.stop is not None and self.stop.mailbox is not None and self.stop.mailbox.tid == mailbox.tid:
+                self._reply = message
+            else:  # the reply to a request given up on (a native stop came first): run on
+                agents.post_to_mailbox(self.inspect.write_memory, mailbox, {"command": "continue"})
+                self.resume()
+            return
+        self.stepper.native_thread = None
+        self._report(str(message.get("reason", "breakpoint")), None, None, payload, python=mailbox)
+
     def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
         hit = int(payload.get("bkptno", 0))
+        if hit == self._trap:
+            self._on_trap(payload)
+            return
         number = self.ops.owner(hit)
         breakpoint = self.breakpoints.get(number)
         function = (payload.get("frame") or {}).get("func")
@@ -392,18 +523,25 @@ class Session:
         self._report("breakpoint", number, None, payload, op=breakpoint.targets.get(hit))
 
     def _report(self, reason: str, breakpoint: int | None, signal_name: str | None,
-                payload: dict[str, Any], op: str | None = None) -> None:
+                payload: dict[str, Any], op: str | None = None,
+                python: agents.Mailbox | None = None) -> None:
         thread = payload.get("thread-id")
+        thread_id = int(thread) if thread and str(thread).isdigit() else None
         process: Process | None = self.tree.stopped_in(payload)
         pid = process.pid if process else self.pid
+        self.stepper.disarm()
         if pid is not None:
             self.view.select(pid)
+        self.stop = StopPoint(pid or 0, thread_id or 0, python)
         stack_now = self.view.mixed_stack(self.all_threads)
+        if thread_id is not None:
+            self.inspect.remember(thread_id, stack_now)
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
-                          thread=int(thread) if thread and str(thread).isdigit() else None,
+                          thread=thread_id,
                           stack=stack_now, op=op, arguments=self.native_arguments(stack_now, op),
                           pid=pid,
-                          process=process.label() if process and process is not self.tree.root else None)
+                          process=process.label() if process and process is not self.tree.root else None,
+                          python=python.message if python is not None else None)
         self.last_stop = stopped
         self.emit(stopped)
         if self.auto_continue:

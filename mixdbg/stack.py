@@ -16,6 +16,9 @@ from typing import Any
 #: mixdbg's launcher sits below every user script it runs: its Python frames are hidden,
 #: and so are the debuggee's ``runpy`` frames the launcher called (whatever its Python).
 BOOTSTRAP = os.path.realpath(Path(__file__).with_name("bootstrap.py"))
+#: The Python agent's code (``mixdbg.pyagent``): at a Python stop, the innermost frames are
+#: its own and the trap's, and they are hidden.
+AGENT_DIR = os.path.realpath(Path(__file__).with_name("pyagent"))
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,11 @@ class Frame:
     library: str | None
     #: A Python frame's interpreter frame (``0x...``): what ``locals`` reads.
     address: str | None = None
+    #: A native frame's gdb frame level and program counter (``0x...``).
+    level: int | None = None
+    pc: str | None = None
+    #: A Python frame's depth: Python frames from the thread's outermost one to it.
+    depth: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The frame as it appears in ``stopped`` events."""
@@ -65,12 +73,7 @@ class ThreadStack:
 
 def from_helper(data: dict[str, Any]) -> MixedStack:
     """Build a ``MixedStack`` from the JSON the in-gdb walker wrote."""
-    frames = tuple(
-        Frame(kind=str(raw["kind"]), function=str(raw["function"]), file=raw.get("file"),
-              line=raw.get("line"), library=raw.get("library"),
-              address=raw.get("address") if raw.get("kind") == "python" else None)
-        for raw in _without_launcher(data.get("frames", []))
-    )
+    frames = tuple(_frame(raw) for raw in _without_agent(_without_launcher(data.get("frames", []))))
     status = str(data.get("python", "unavailable"))
     if data.get("error"):
         status = f"unavailable: {data['error']}"
@@ -79,6 +82,34 @@ def from_helper(data: dict[str, Any]) -> MixedStack:
                     for raw in data.get("threads", []))
     return MixedStack(frames=frames, python_status=status, truncated=bool(data.get("truncated")),
                       threads=threads)
+
+
+def _frame(raw: dict[str, Any]) -> Frame:
+    python = raw.get("kind") == "python"
+    return Frame(kind=str(raw["kind"]), function=str(raw["function"]), file=raw.get("file"),
+                 line=raw.get("line"), library=raw.get("library"),
+                 address=raw.get("address") if python else None,
+                 level=None if python else raw.get("level"),
+                 pc=None if python else raw.get("address"),
+                 depth=raw.get("depth") if python else None)
+
+
+def is_agent_file(file: str | None) -> bool:
+    """Whether ``file`` is the Python agent's own code (never shown, never stepped into)."""
+    return bool(file) and os.path.realpath(str(file)).startswith(AGENT_DIR + os.sep)
+
+
+def _without_agent(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The frames without the trap: when the innermost Python frames are the agent's (a
+    Python stop), they and every native frame inside them go."""
+    last = -1
+    for index, raw in enumerate(frames):
+        if raw.get("kind") != "python":
+            continue
+        if not is_agent_file(raw.get("file")):
+            break
+        last = index
+    return frames[last + 1:]
 
 
 def _without_launcher(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,192 @@
+"""Breakpoint requests: source lines (Python ones go to the agents, C/C++ ones to gdb),
+functions (C/C++ names and ``op:`` operators), exception filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mixdbg.breakpoints import BreakSpec, parse_spec
+from mixdbg.dap.protocol import DapError
+from mixdbg.dap.registry import request
+from mixdbg.engine.agents import PythonBreakpoint
+from mixdbg.errors import GdbExitedError, MixdbgError
+from mixdbg.gdbmi import GdbCommandError
+from mixdbg.session import Session
+
+if TYPE_CHECKING:
+    from mixdbg.dap.adapter import Adapter
+
+PYTHON_SUFFIXES = (".py", ".pyw")
+PENDING = ("not bound yet: its library is not loaded, or has no debug info (-g) for this line; "
+           "it binds when a library that has it loads")
+
+
+def describe(dap_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """A DAP ``Breakpoint`` from an engine breakpoint's JSON (``Breakpoint.to_json``)."""
+    result: dict[str, Any] = {"id": dap_id, "verified": not body.get("pending", False)}
+    located = [loc for loc in body.get("locations", []) if loc.get("line")]
+    if located:
+        result["line"] = int(located[0]["line"])
+        if located[0].get("file"):
+            result["source"] = {"name": Path(located[0]["file"]).name, "path": located[0]["file"]}
+    if body.get("pending"):
+        result["message"] = PENDING
+    elif body.get("hint"):
+        result["message"] = str(body["hint"])
+    return result
+
+
+def _session(adapter: Adapter) -> Session:
+    if adapter.session is None:
+        raise DapError("set breakpoints after launch or attach")
+    return adapter.session
+
+
+def _check_python_condition(text: str | None, what: str) -> None:
+    if not text:
+        return
+    try:
+        compile(text, f"<{what}>", "eval")
+    except SyntaxError as err:
+        raise DapError(f"{what} {text!r} is not a Python expression: {err.msg}") from None
+
+
+@request("setBreakpoints", supportsConditionalBreakpoints=True, supportsHitConditionalBreakpoints=True,
+         supportsLogPoints=True)
+def set_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Replace the breakpoints of one source file: Python lines go to the agents, other
+    files' lines (C, C++, Cython's .pyx) to gdb."""
+    path = str((arguments.get("source") or {}).get("path") or "")
+    if not path:
+        raise DapError("setBreakpoints needs a source with a path")
+    wanted = arguments.get("breakpoints") or [{"line": line} for line in arguments.get("lines", [])]
+    if path.endswith(PYTHON_SUFFIXES):
+        return {"breakpoints": _python_lines(adapter, path, wanted)}
+    return {"breakpoints": _native_lines(adapter, path, wanted)}
+
+
+def _python_lines(adapter: Adapter, path: str, wanted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if adapter.hub is None:
+        message = ("Python breakpoints need a program that mixdbg dap launched; after an attach, "
+                   "C/C++ breakpoints work and Python frames are read from memory")
+        return [{"verified": False, "line": int(b["line"]), "message": message} for b in wanted]
+    for spec in wanted:
+        _check_python_condition(spec.get("condition"), "condition")
+    chosen = [PythonBreakpoint(id=adapter.breakpoints.new_id(), line=int(b["line"]),
+                               condition=b.get("condition") or None, hitCondition=b.get("hitCondition") or None,
+                               logMessage=b.get("logMessage") or None) for b in wanted]
+    breakpoints = dict(adapter.hub.config.breakpoints)
+    breakpoints[str(Path(path).resolve())] = chosen
+    if not chosen:
+        del breakpoints[str(Path(path).resolve())]
+    adapter.hub.configure(breakpoints=breakpoints)
+    return [{"id": b.id, "verified": True, "line": b.line, "source": {"path": path}} for b in chosen]
+
+
+def _native_lines(adapter: Adapter, path: str, wanted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    session = _session(adapter)
+    specs = [_line_spec(path, b) for b in wanted]
+    for dap_id, number in adapter.breakpoints.by_source.pop(path, []):
+        _delete(session, adapter, number)
+    result, kept = [], []
+    for spec, raw in zip(specs, wanted):
+        dap_id = adapter.breakpoints.new_id()
+        if raw.get("logMessage"):
+            result.append({"id": dap_id, "verified": False, "line": int(raw["line"]),
+                           "message": "logpoints are for Python lines; in C/C++ use a condition"})
+            continue
+        breakpoint = session.add_breakpoint(spec, announce=False)
+        _hit_condition(session, breakpoint.number, raw.get("hitCondition"))
+        adapter.breakpoints.dap_id[breakpoint.number] = dap_id
+        kept.append((dap_id, breakpoint.number))
+        result.append(describe(dap_id, breakpoint.to_json()))
+    adapter.breakpoints.by_source[path] = kept
+    return result
+
+
+def _line_spec(path: str, raw: dict[str, Any]) -> BreakSpec:
+    condition = raw.get("condition")
+    try:
+        return parse_spec(f"{path}:{int(raw['line'])}" + (f" if {condition}" if condition else ""))
+    except MixdbgError as err:
+        raise DapError(err.message) from None
+
+
+def _hit_condition(session: Session, number: int, text: str | None) -> None:
+    """A C/C++ breakpoint's hit count: "N" (or ">=N") stops from the Nth hit on."""
+    if not text:
+        return
+    digits = text.strip().lstrip(">=").strip()
+    if not digits.isdigit():
+        raise DapError(f"hit condition {text!r}: C/C++ breakpoints take a number N (stop from the Nth hit)")
+    try:
+        session.gdb.command(f"-break-after {number} {max(int(digits) - 1, 0)}")
+    except GdbCommandError as err:
+        raise DapError(f"hit condition {text!r}: {err.gdb_message}") from None
+
+
+def _delete(session: Session, adapter: Adapter, number: int) -> None:
+    adapter.breakpoints.dap_id.pop(number, None)
+    try:
+        session.delete_breakpoint(number)
+    except (GdbExitedError, KeyboardInterrupt):
+        raise
+    except MixdbgError as err:  # already gone (its process exited): nothing to undo
+        adapter.say(f"mixdbg: deleting breakpoint {number}: {err.message}")
+
+
+@request("setFunctionBreakpoints", supportsFunctionBreakpoints=True)
+def set_function_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Replace the function breakpoints: C/C++ names (every overload) and ``op:`` operators.
+    One bad name or condition fails the request and changes nothing."""
+    session = _session(adapter)
+    wanted = arguments.get("breakpoints") or []
+    specs = []
+    for raw in wanted:
+        text = str(raw.get("name", "")).strip() + (f" if {raw['condition']}" if raw.get("condition") else "")
+        try:
+            specs.append(parse_spec(text))
+        except MixdbgError as err:
+            raise DapError(err.message) from None
+    added: list[tuple[int, int]] = []
+    result = []
+    try:
+        for spec, raw in zip(specs, wanted):
+            breakpoint = session.add_breakpoint(spec, announce=False)
+            dap_id = adapter.breakpoints.new_id()
+            added.append((dap_id, breakpoint.number))
+            adapter.breakpoints.dap_id[breakpoint.number] = dap_id
+            _hit_condition(session, breakpoint.number, raw.get("hitCondition"))
+            result.append(describe(dap_id, breakpoint.to_json()))
+    except MixdbgError:
+        for _, number in added:
+            _delete(session, adapter, number)
+        raise
+    for _, number in adapter.breakpoints.functions:
+        _delete(session, adapter, number)
+    adapter.breakpoints.functions = added
+    adapter.breakpoints.function_ids = {dap_id for dap_id, _ in added}
+    return {"breakpoints": result}
+
+
+@request("setExceptionBreakpoints")
+def set_exception_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Python exceptions (raised, uncaught) through the agents; C++ throw through gdb's
+    catchpoint. Native crashes always stop: the process would die unseen otherwise."""
+    filters = set(arguments.get("filters") or [])
+    filters.update(str(option.get("filterId")) for option in arguments.get("filterOptions") or [])
+    if adapter.hub is not None:
+        adapter.hub.configure(raised="python-raised" in filters, uncaught="python-uncaught" in filters)
+    session = _session(adapter)
+    catch = adapter.breakpoints.exception_catch
+    if "cpp-throw" in filters and catch is None:
+        try:
+            result = session.gdb.command("-catch-throw")
+            adapter.breakpoints.exception_catch = int(result["bkpt"]["number"])
+        except GdbCommandError as err:
+            raise DapError(f"C++ throw: {err.gdb_message}") from None
+    elif "cpp-throw" not in filters and catch is not None:
+        session.gdb.command(f"-break-delete {catch}")
+        adapter.breakpoints.exception_catch = None
+    return {"breakpoints": [{"verified": True} for _ in sorted(filters)]}

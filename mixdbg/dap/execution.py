@@ -1,0 +1,62 @@
+"""Running requests: continue, next, stepIn, stepOut, pause. Steps work in the frame's
+own language and cross the Python <-> C/C++ boundary where the code does (the engine's
+``stepping``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mixdbg.dap.protocol import DapError
+from mixdbg.dap.registry import request
+from mixdbg.session import Session
+
+if TYPE_CHECKING:
+    from mixdbg.dap.adapter import Adapter
+
+
+def _session(adapter: Adapter) -> Session:
+    if adapter.session is None or adapter.ended:
+        raise DapError("no program is being debugged")
+    return adapter.session
+
+
+@request("continue")
+def continue_(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Let every followed process run (all-stop: they all stopped together)."""
+    session = _session(adapter)
+    if session.state == "stopped":
+        adapter.resumed()
+        session.resume()
+    return {"allThreadsContinued": True}
+
+
+def _step(adapter: Adapter, arguments: dict[str, Any], kind: str) -> None:
+    session = _session(adapter)
+    if session.state != "stopped":
+        raise DapError("the program is running; steps start from a stop")
+    adapter.resumed()
+    session.step(kind, int(arguments["threadId"]), 0)
+
+
+@request("next")
+def next_(adapter: Adapter, arguments: dict[str, Any]) -> None:
+    """Step over one line, in Python or C/C++."""
+    _step(adapter, arguments, "next")
+
+
+@request("stepIn")
+def step_in(adapter: Adapter, arguments: dict[str, Any]) -> None:
+    """Step into the call on this line, across the boundary when it goes there."""
+    _step(adapter, arguments, "stepIn")
+
+
+@request("stepOut")
+def step_out(adapter: Adapter, arguments: dict[str, Any]) -> None:
+    """Run to the caller, Python or native."""
+    _step(adapter, arguments, "stepOut")
+
+
+@request("pause")
+def pause(adapter: Adapter, arguments: dict[str, Any]) -> None:
+    """Stop every followed process where it is."""
+    _session(adapter).interrupt()

@@ -1,0 +1,282 @@
+"""Requests about a stopped program: threads, stackTrace, scopes, variables, evaluate,
+disassemble, exceptionInfo. Everything comes from the engine's ``Inspector`` (gdb and
+memory at native stops; the agent for full Python objects at Python stops)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mixdbg.dap.protocol import DapError
+from mixdbg.dap.registry import request
+from mixdbg.engine.frames import is_glue, is_user_native
+from mixdbg.engine.inspect import Variable
+from mixdbg.errors import MixdbgError
+from mixdbg.gdbmi import GdbCommandError
+from mixdbg.pytorch.tensors import describe as describe_tensor
+from mixdbg.session import Session
+from mixdbg.stack import Frame, MixedStack
+
+if TYPE_CHECKING:
+    from mixdbg.dap.adapter import Adapter
+
+#: Python files of the interpreter and installed packages: shown, but quietly.
+_LIBRARY_PARTS = ("/lib/python3", "/site-packages/", "/dist-packages/")
+
+
+def _stopped(adapter: Adapter) -> Session:
+    session = adapter.session
+    if session is None or adapter.ended:
+        raise DapError("no program is being debugged")
+    if session.state != "stopped":
+        raise DapError("the program is running; this needs it stopped (pause it first)")
+    return session
+
+
+@request("threads")
+def threads(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Every thread of every followed process, named after its process."""
+    session = adapter.session
+    if session is None or adapter.ended:
+        return {"threads": []}
+    try:
+        found = session.inspect.threads()
+    except (MixdbgError, GdbCommandError):
+        found = []
+    if not found:
+        return {"threads": [{"id": 1, "name": f"pid {session.pid}"}]}
+    return {"threads": [{"id": t.id, "name": t.name} for t in found]}
+
+
+@request("stackTrace", supportsDelayedStackTraceLoading=True)
+def stack_trace(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The thread's one mixed stack: Python and native frames in the order they ran."""
+    session = _stopped(adapter)
+    thread = int(arguments["threadId"])
+    stack = session.inspect.stack(thread)
+    start = int(arguments.get("startFrame") or 0)
+    levels = int(arguments.get("levels") or 0) or len(stack.frames)
+    frames = [_frame(adapter, thread, index, frame)
+              for index, frame in enumerate(stack.frames[start:start + levels], start)]
+    return {"stackFrames": frames, "totalFrames": len(stack.frames)}
+
+
+def _frame(adapter: Adapter, thread: int, index: int, frame: Frame) -> dict[str, Any]:
+    result: dict[str, Any] = {"id": adapter.frames.add((thread, index)), "name": frame.function,
+                              "line": frame.line or 0, "column": 1 if frame.line else 0}
+    if frame.kind == "python":
+        path = frame.file or ""
+        if os.path.isfile(path):
+            result["source"] = {"name": Path(path).name, "path": path}
+            if any(part in path for part in _LIBRARY_PARTS):
+                result["source"]["presentationHint"] = "deemphasize"
+        else:  # <frozen importlib._bootstrap>, <string>: no file to open
+            result["source"] = {"name": path, "presentationHint": "deemphasize", "origin": "no source file"}
+            result["presentationHint"] = "subtle"
+        return result
+    if frame.pc:
+        result["instructionPointerReference"] = frame.pc
+    library = Path(frame.library or "??").name
+    if frame.file and frame.line and os.path.isfile(frame.file):
+        result["source"] = {"name": Path(frame.file).name, "path": frame.file}
+    else:
+        result["name"] = f"{library}!{frame.function}"
+    if is_glue(frame) or not is_user_native(frame):
+        result["presentationHint"] = "subtle"
+    return result
+
+
+def _frame_of(adapter: Adapter, frame_id: Any) -> tuple[int, int, MixedStack]:
+    session = _stopped(adapter)
+    if frame_id is None:
+        stop = session.stop
+        if stop is None:
+            raise DapError("no frame to evaluate in")
+        return stop.thread, 0, session.inspect.stack(stop.thread)
+    thread, index = adapter.frames.get(int(frame_id))
+    return thread, index, session.inspect.stack(thread)
+
+
+@request("scopes")
+def scopes(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A frame's scopes: decoded tensor/list/scalar arguments at the stop frame, then the
+    frame's locals (native or Python)."""
+    session = _stopped(adapter)
+    thread, index, stack = _frame_of(adapter, arguments.get("frameId"))
+    frame = stack.frames[index]
+    result = []
+    last = session.last_stop
+    if index == 0 and last is not None and last.thread == thread and last.arguments:
+        result.append({"name": "Arguments", "presentationHint": "arguments", "expensive": False,
+                       "variablesReference": adapter.references.add(("arguments", thread, 0))})
+    kind = "python-locals" if frame.kind == "python" else "native-locals"
+    result.append({"name": "Locals", "presentationHint": "locals", "expensive": False,
+                   "variablesReference": adapter.references.add((kind, thread, index))})
+    return {"scopes": result}
+
+
+@request("variables", supportsVariableType=True)
+def variables(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The values behind a scope or an expandable value."""
+    session = _stopped(adapter)
+    reference = adapter.references.get(int(arguments["variablesReference"]))
+    kind = reference[0]
+    if kind == "arguments":
+        last = session.last_stop
+        found = [_argument(adapter, raw) for raw in (last.arguments or [] if last else [])]
+    elif kind == "python-locals":
+        _, thread, index = reference
+        values = session.inspect.python_locals(thread, index, session.inspect.stack(thread))
+        found = [_variable(adapter, v) for v in values]
+    elif kind == "native-locals":
+        _, thread, index = reference
+        frame = session.inspect.stack(thread).frames[index]
+        try:
+            values = session.inspect.native_locals(thread, frame.level or 0)
+        except MixdbgError as err:  # no debug info: a library built without -g
+            values = [Variable("(no locals)", err.message)]
+        found = [_variable(adapter, v) for v in values]
+    elif kind == "children":
+        found = [_variable(adapter, v) for v in session.inspect.children(reference[1])]
+    elif kind == "values":
+        found = [_plain(adapter, name, wrapped.value) for name, wrapped in reference[1]]
+    else:
+        raise DapError(f"unknown variables reference kind {kind!r}")
+    return {"variables": found}
+
+
+def _variable(adapter: Adapter, value: Variable) -> dict[str, Any]:
+    result: dict[str, Any] = {"name": value.name, "value": value.value, "variablesReference": 0}
+    if value.type:
+        result["type"] = value.type
+    if value.children is not None:
+        result["variablesReference"] = adapter.references.add(("children", value.children))
+    return result
+
+
+def _argument(adapter: Adapter, raw: dict[str, Any]) -> dict[str, Any]:
+    name = str(raw.get("name") or f"#{raw.get('position')}")
+    if "tensor" in raw:
+        return _plain(adapter, name, raw["tensor"], raw.get("type"))
+    if "tensors" in raw:
+        return _plain(adapter, name, raw["tensors"], raw.get("type"))
+    if "error" in raw:
+        return {"name": name, "value": f"<{raw['error']}>", "variablesReference": 0}
+    return _plain(adapter, name, raw.get("value"), raw.get("type"))
+
+
+def _plain(adapter: Adapter, name: str, value: Any, type_name: str | None = None) -> dict[str, Any]:
+    """A value decoded from memory (a tensor's fields, a list), expandable where it has parts."""
+    result: dict[str, Any] = {"name": name, "variablesReference": 0}
+    if type_name:
+        result["type"] = str(type_name)
+    if isinstance(value, dict) and "dtype" in value:
+        result["value"] = describe_tensor(value)
+        parts = tuple((key, value[key]) for key in ("dtype", "shape", "strides", "storage_offset", "device",
+                                                     "values") if key in value)
+        result["variablesReference"] = adapter.references.add(("values", _frozen(parts)))
+    elif isinstance(value, dict):
+        result["value"] = "{...}"
+        result["variablesReference"] = adapter.references.add(("values", _frozen(tuple(value.items()))))
+    elif isinstance(value, list) and value and isinstance(value[0], dict):
+        result["value"] = f"[{len(value)} items]"
+        parts = tuple((f"[{i}]", item) for i, item in enumerate(value))
+        result["variablesReference"] = adapter.references.add(("values", _frozen(parts)))
+    else:
+        result["value"] = _text(value)
+    return result
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_text(v) for v in value) + "]"
+    return str(value)
+
+
+def _frozen(parts: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """Make the parts hashable for the id table (lists become tuples of their text)."""
+    return tuple((name, _Frozen(value)) for name, value in parts)
+
+
+class _Frozen:
+    """A decoded value kept as is, hashed by identity (ids are per stop anyway)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return _text(self.value)
+
+
+@request("evaluate", supportsEvaluateForHovers=True)
+def evaluate(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """An expression in the selected frame: Python in Python frames (at Python stops), C/C++
+    in native ones; in the debug console also mixdbg's own ``tensor ADDRESS``."""
+    expression = str(arguments.get("expression", "")).strip()
+    context = str(arguments.get("context") or "repl")
+    session = _stopped(adapter)
+    if context == "repl" and expression.startswith("tensor "):
+        try:
+            found = session.tensor_at(int(expression.split(None, 1)[1], 0))
+        except ValueError:
+            raise DapError("tensor ADDRESS: an address like 0x7f...") from None
+        if "tensor" not in found:
+            raise DapError(str(found.get("error", "no tensor there")))
+        return _result(_plain(adapter, expression, found["tensor"]))
+    thread, index, _ = _frame_of(adapter, arguments.get("frameId"))
+    value = session.inspect.evaluate(expression, thread, index, context)
+    if value.value.startswith("<") and value.children is None and value.type is None:
+        raise DapError(value.value.strip("<>"))
+    return _result(_variable(adapter, value))
+
+
+def _result(variable: dict[str, Any]) -> dict[str, Any]:
+    result = {"result": variable["value"], "variablesReference": variable["variablesReference"]}
+    if "type" in variable:
+        result["type"] = variable["type"]
+    return result
+
+
+@request("exceptionInfo", supportsExceptionInfoRequest=True)
+def exception_info(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """What the exception stop was: a Python exception (type, message, traceback) or a
+    native crash's signal."""
+    session = _stopped(adapter)
+    last = session.last_stop
+    if last is None:
+        raise DapError("no stop yet")
+    if last.python is not None and last.python.get("exception"):
+        info = last.python["exception"]
+        return {"exceptionId": str(info.get("type", "Exception")), "description": str(info.get("message", "")),
+                "breakMode": "always", "details": {"typeName": str(info.get("type", "")),
+                                                   "stackTrace": str(info.get("text", ""))}}
+    if last.signal:
+        return {"exceptionId": last.signal, "description": f"the process received {last.signal}",
+                "breakMode": "always"}
+    raise DapError("this stop is not an exception")
+
+
+@request("disassemble", supportsDisassembleRequest=True, supportsSteppingGranularity=False)
+def disassemble(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Exactly ``instructionCount`` instructions around ``memoryReference`` (invalid ones
+    where memory cannot be read), for frames without source."""
+    session = _stopped(adapter)
+    address = int(str(arguments["memoryReference"]), 0) + int(arguments.get("offset") or 0)
+    skip = int(arguments.get("instructionOffset") or 0)
+    count = int(arguments["instructionCount"])
+    start = address + min(skip, 0) * 16 - 64
+    end = address + (max(skip, 0) + count) * 16 + 64
+    try:
+        result = session.gdb.command(f"-data-disassemble -s {max(start, 0):#x} -e {end:#x} -- 0")
+        lines = result.get("asm_insns", [])
+    except GdbCommandError:
+        lines = []
+    decoded = [{"address": line["address"], "instruction": line.get("inst", ""),
+                "symbol": f"{line.get('func-name', '')}+{line.get('offset', '0')}"} for line in lines]
+    at = next((i for i, line in enumerate(decoded) if int(line["address"], 16) >= address), len(decoded))
+    first = at + skip
+    picked = [decoded[i] if 0 <= i < len(decoded) else {"address": hex(address), "instruction": "??",
+                                                        "presentationHint": "invalid"}
+              for i in range(first, first + count)]
+    return {"instructions": picked}

@@ -1,0 +1,182 @@
+"""Starting and ending a DAP session: initialize, launch, attach, configurationDone,
+disconnect, terminate."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+
+from mixdbg import attach
+from mixdbg.dap.output import OutputFiles
+from mixdbg.dap.protocol import DapError
+from mixdbg.dap.registry import CAPABILITIES, request
+from mixdbg.engine.agents import AgentHub
+from mixdbg.proctree import FOLLOW_NONE
+from mixdbg.session import Session
+
+if TYPE_CHECKING:
+    from mixdbg.dap.adapter import Adapter
+
+#: The one source of the launch and attach arguments (the VS Code extension's too).
+CONFIGURATION = json.loads(Path(__file__).with_name("configuration.json").read_text())
+
+EXCEPTION_FILTERS = [
+    {"filter": "native-crash", "label": "Native crash", "default": True,
+     "description": "Stop when a process dies of SIGSEGV, SIGABRT, SIGFPE, SIGBUS or SIGILL"},
+    {"filter": "cpp-throw", "label": "C++ throw", "default": False,
+     "description": "Stop where C++ code throws an exception"},
+    {"filter": "python-uncaught", "label": "Uncaught Python exceptions", "default": True,
+     "description": "Stop when a Python exception ends a thread or the program"},
+    {"filter": "python-raised", "label": "Raised Python exceptions", "default": False,
+     "description": "Stop where your Python code raises an exception"},
+]
+
+
+@request("initialize", supportsConfigurationDoneRequest=True, supportTerminateDebuggee=True,
+         supportsTerminateRequest=True, exceptionBreakpointFilters=EXCEPTION_FILTERS)
+def initialize(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Remember what the client can do; say what mixdbg can."""
+    adapter.client = arguments
+    return dict(CAPABILITIES)
+
+
+def _checked(kind: str, arguments: dict[str, Any]) -> None:
+    try:
+        jsonschema.validate(arguments, CONFIGURATION[kind])
+    except jsonschema.ValidationError as err:
+        where = ".".join(str(part) for part in err.absolute_path) or kind
+        raise DapError(f"{kind} argument '{where}': {err.message}") from None
+
+
+def _target(arguments: dict[str, Any]) -> attach.Target:
+    program, module = arguments.get("program"), arguments.get("module")
+    if bool(program) == bool(module):
+        raise DapError("launch needs 'program' (a Python script) or 'module' (python -m MODULE), "
+                       "one of the two")
+    args = tuple(str(a) for a in arguments.get("args", []))
+    return attach.Target("module", str(module), args) if module else attach.Target("script", str(program), args)
+
+
+def _new_session(adapter: Adapter, arguments: dict[str, Any], python: str, hub: AgentHub | None) -> Session:
+    session = Session(adapter.on_event, auto_continue=False, gdb=arguments.get("gdb"), python=python,
+                      follow=str(arguments.get("follow", "python")), hub=hub, items=adapter.queue)
+    adapter.session = session
+    session.start_gdb()
+    return session
+
+
+@request("launch")
+def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
+    """Start the program under gdb and the Python agent, held before its first line until
+    ``configurationDone``."""
+    if adapter.session is not None:
+        raise DapError("this session already has a debuggee")
+    _checked("launch", arguments)
+    target = _target(arguments)
+    cwd = str(arguments.get("cwd") or os.getcwd())
+    attach.check_target(target, cwd)
+    python = str(arguments.get("python") or sys.executable)
+    adapter.hub = AgentHub(adapter.agent_message)
+    adapter.hub.configure(just_my_code=bool(arguments.get("justMyCode", True)),
+                          stop_on_entry=bool(arguments.get("stopOnEntry", False)))
+    session = _new_session(adapter, arguments, python, adapter.hub)
+    adapter.output = OutputFiles(lambda category, text: adapter.connection.event(
+        "output", {"category": category, "output": text}))
+    env = {str(k): (None if v is None else str(v)) for k, v in (arguments.get("env") or {}).items()}
+    debuggee = attach.launch(target, attach.LaunchOptions(
+        python=python, host="127.0.0.1", port=0, tracer=os.getpid(), stdout=adapter.output.stdout[1],
+        stderr=adapter.output.stderr[1], stdin_devnull=True,
+        no_vfork=session.tree.follow != FOLLOW_NONE, agent_socket=str(adapter.hub.path), cwd=cwd, env=env))
+    adapter.debuggee = debuggee
+    adapter.launched = True
+    adapter.terminate_on_end = True
+    try:
+        session.attach(debuggee.pid, child=debuggee)
+    except BaseException:
+        _end_held(adapter)
+        raise
+    adapter.connection.event("process", {"name": " ".join((target.name, *target.args)),
+                                         "systemProcessId": debuggee.pid, "isLocalProcess": True,
+                                         "startMethod": "launch"})
+    adapter.connection.event("initialized")
+
+
+@request("attach")
+def attach_request(adapter: Adapter, arguments: dict[str, Any]) -> None:
+    """Attach gdb to a running Python process (its children from now on too)."""
+    if adapter.session is not None:
+        raise DapError("this session already has a debuggee")
+    _checked("attach", arguments)
+    raw = str(arguments.get("processId", "")).strip()
+    if not raw.isdigit():
+        raise DapError(f"attach needs a numeric 'processId', not {raw!r}")
+    pid, how = attach.resolve_debuggee(int(raw))
+    session = _new_session(adapter, arguments, os.path.realpath(f"/proc/{pid}/exe"), None)
+    session.pid = pid
+    session.attach(pid)
+    adapter.say(f"mixdbg: {how}")
+    adapter.connection.event("process", {"name": " ".join(attach.command_line(pid)), "systemProcessId": pid,
+                                         "isLocalProcess": True, "startMethod": "attach"})
+    adapter.connection.event("initialized")
+
+
+@request("configurationDone")
+def configuration_done(adapter: Adapter, arguments: dict[str, Any]) -> None:
+    """The client set its breakpoints: let the program start."""
+    session = adapter.session
+    if session is None:
+        raise DapError("configurationDone before launch or attach")
+    if adapter.debuggee is not None and adapter.hub is not None:
+        adapter.hub.release()
+        try:
+            adapter.debuggee.wait_for_debugpy()  # the agent's report: configured, or why not
+        except BaseException:
+            _end_held(adapter)
+            raise
+        session.enable_breakpoints()
+        adapter.debuggee.release()
+    adapter.configured = True
+
+
+@request("disconnect")
+def disconnect(adapter: Adapter, arguments: dict[str, Any]) -> None:
+    """End the session: the program runs on (``terminateDebuggee: false``, the default
+    for attach) or, if mixdbg started it, is ended (the default for launch)."""
+    adapter.done = True
+    session = adapter.session
+    if session is None or adapter.ended:
+        return
+    terminate = bool(arguments.get("terminateDebuggee", adapter.terminate_on_end))
+    if not adapter.configured:
+        if adapter.launched:
+            _end_held(adapter)
+        adapter.end_session()
+        return
+    if terminate and adapter.launched:
+        session.kill()
+        return
+    session.detach("the client disconnected")
+
+
+@request("terminate")
+def terminate(adapter: Adapter, arguments: dict[str, Any]) -> None:
+    """End the program mixdbg started (its followed children too)."""
+    if adapter.session is None or adapter.ended:
+        return
+    if not adapter.launched:
+        raise DapError("mixdbg attached to this program; it ends only what it started (use disconnect)")
+    adapter.session.kill()
+
+
+def _end_held(adapter: Adapter) -> None:
+    """A launch that cannot go on: the program, still held before its first line, ends
+    (it asked for a debugger; it never runs without one)."""
+    debuggee = adapter.debuggee
+    if debuggee is not None and debuggee.process.poll() is None:
+        debuggee.process.kill()
+        debuggee.process.wait()

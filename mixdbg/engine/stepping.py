@@ -1,0 +1,188 @@
+"""Stepping in both languages and across the boundary between them.
+
+A step is a plan carried out while the whole tree is stopped: gdb's own step commands in
+native frames; the agent's step commands at Python stops; and, to cross the boundary,
+arming the other side first: temporary gdb breakpoints on the user's native functions
+(Python -> C), a step request in the agent's shared block (C -> Python), a temporary
+breakpoint at the native caller's return address (Python callback -> C++ caller). Every
+stop disarms whatever the step left (``disarm``): no stray breakpoint, no stale request.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from mixdbg.engine import agents
+from mixdbg.engine.frames import first_visible, is_glue_source, outer_visible
+from mixdbg.errors import DebuggerError, UsageError
+from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, mi_quote
+from mixdbg.stack import Frame, MixedStack
+
+log = logging.getLogger(__name__)
+
+STEP_KINDS = ("next", "stepIn", "stepOut")
+#: How many times a native step may pass through glue before it is reported where it is.
+MAX_GLUE_HOPS = 8
+#: Names of functions in a user's module that are binding glue all the same.
+_GLUE_NAMES = re.compile(r"^(PyInit_|pybind11_init_|__pyx_pw_|__Pyx|__pyx_(?!pf_)|nb_init_|_GLOBAL__)")
+
+
+@dataclass
+class StepContext:
+    """What a step starts from: the process, gdb thread, its LWP and stack, the frame."""
+
+    pid: int
+    thread: int
+    tid: int
+    stack: MixedStack
+    index: int
+    mailbox: agents.Mailbox | None  # the agent's, when this thread is at a Python stop
+    shared: int | None  # the process's agent shared block (None: no agent there)
+
+    @property
+    def frame(self) -> Frame:
+        """The frame the step is for."""
+        return self.stack.frames[self.index]
+
+
+@dataclass
+class Stepper:
+    """Carries out steps and disarms what they leave. ``write`` writes the debuggee's
+    memory (through gdb); ``resume_all`` lets the whole tree run; ``tell_agent`` gives
+    the trapped thread's agent its command (it then leaves the stop when resumed)."""
+
+    gdb: GdbMi
+    write: agents.WriteMemory
+    resume_all: Callable[[], None]
+    tell_agent: Callable[[str], None]
+    temporary: list[str] = field(default_factory=list)
+    armed: set[tuple[int, int]] = field(default_factory=set)
+    #: A gdb step of ours is under way on this thread (its stops may need a glue hop).
+    native_thread: int | None = None
+    hops: int = 0
+    _user_functions: list[str] | None = None
+
+    def disarm(self) -> None:
+        """At any stop: delete the temporary breakpoints and clear the agents' requests."""
+        if self.temporary:
+            try:
+                self.gdb.command("-break-delete " + " ".join(self.temporary))
+            except GdbCommandError as err:  # a temporary one that hit is gone already
+                log.debug("deleting step breakpoints: %s", err.gdb_message)
+            self.temporary.clear()
+        for pid, shared in self.armed:
+            agents.clear_slots(self.write, pid, shared)
+        self.armed.clear()
+
+    def libraries_changed(self) -> None:
+        """A library was loaded: the user's functions are listed again when needed."""
+        self._user_functions = None
+
+    def step(self, kind: str, at: StepContext) -> None:
+        """Start step ``kind`` (next, stepIn, stepOut) from frame ``at.index``."""
+        if kind not in STEP_KINDS:
+            raise UsageError(f"unknown step {kind!r}")
+        self.hops = 0
+        if at.frame.kind == "python":
+            self._python_step(kind, at)
+        else:
+            self._native_step(kind, at)
+
+    def _python_step(self, kind: str, at: StepContext) -> None:
+        outer = outer_visible(at.stack, at.index)
+        native_caller = outer[1] if outer is not None and outer[1].kind == "native" else None
+        if kind in ("next", "stepOut") and native_caller is not None and native_caller.pc:
+            # A callback called from C/C++: returning lands in the native caller.
+            self._temporary_break(f"*{native_caller.pc}", at.thread)
+        if kind == "stepIn":
+            for name in self.user_functions():
+                self._temporary_break(name, at.thread)
+        if at.mailbox is not None and at.index == first_visible(at.stack):
+            command = "continue" if kind == "stepOut" and native_caller is not None else kind
+            self.tell_agent(command)
+        elif at.frame.depth is not None:  # a Python frame of a native stop, or an outer one
+            mode, depth = ((agents.STEP_IN, 0) if kind == "stepIn"
+                           else (agents.STEP_TO_DEPTH, at.frame.depth - (kind == "stepOut")))
+            self._arm(at, mode, depth)
+        self.resume_all()
+
+    def _native_step(self, kind: str, at: StepContext) -> None:
+        level = at.frame.level or 0
+        if kind == "stepOut":
+            outer = outer_visible(at.stack, at.index)
+            if outer is not None and outer[1].kind == "python" and outer[1].depth is not None:
+                self._arm(at, agents.STEP_TO_DEPTH, outer[1].depth)
+                self.resume_all()
+                return
+            if outer is None:
+                self.resume_all()
+                return
+            inner = at.stack.frames[outer[0] - 1]  # the frame returning into the user's caller
+            level = inner.level if inner.level is not None else level
+            self._gdb_step("-exec-finish", at.thread, level)
+            return
+        if kind == "stepIn":
+            self._arm(at, agents.STEP_IN, 0)  # a Python callback on this line stops at its first line
+        self._gdb_step("-exec-step" if kind == "stepIn" else "-exec-next", at.thread, level)
+
+    def after_native_step(self, stack: MixedStack, at: StepContext) -> bool:
+        """A gdb step of ours ended in ``stack``: True to report it; False when it landed
+        in glue and this went on (to the Python caller, or out to the user's native code)."""
+        if self.hops >= MAX_GLUE_HOPS or not stack.frames:
+            return True
+        top = stack.frames[0]
+        if top.kind == "python" or (top.file is not None and not is_glue_source(top.file)
+                                    and first_visible(stack) == 0):
+            return True
+        visible = first_visible(stack)
+        if visible is None:
+            return True
+        self.hops += 1
+        target = stack.frames[visible]
+        if target.kind == "python" and target.depth is not None:
+            self._arm(at, agents.STEP_TO_DEPTH, target.depth)
+            self.resume_all()
+        else:
+            inner = stack.frames[visible - 1]
+            self._gdb_step("-exec-finish", at.thread, inner.level or 0)
+        return False
+
+    def user_functions(self) -> list[str]:
+        """The functions with debug info in the user's own sources (not bindings, not the
+        interpreter): where a Step Into from Python may land. Listed once per set of
+        loaded libraries."""
+        if self._user_functions is None:
+            result = self.gdb.command("-symbol-info-functions", SLOW_COMMAND_TIMEOUT)
+            names: set[str] = set()
+            for symtab in result.get("symbols", {}).get("debug", []):
+                if is_glue_source(symtab.get("fullname") or symtab.get("filename")):
+                    continue
+                names.update(str(s["name"]) for s in symtab.get("symbols", [])
+                             if not _GLUE_NAMES.match(str(s.get("name", ""))))
+            self._user_functions = sorted(names)
+        return self._user_functions
+
+    def _arm(self, at: StepContext, mode: int, depth: int) -> None:
+        if at.shared is None:
+            return
+        agents.arm_slot(self.write, at.pid, at.shared, at.tid, mode, depth)
+        self.armed.add((at.pid, at.shared))
+
+    def _temporary_break(self, location: str, thread: int) -> None:
+        try:
+            result: dict[str, Any] = self.gdb.command(f"-break-insert -t -p {thread} {mi_quote(location)}")
+        except GdbCommandError as err:
+            log.debug("step breakpoint at %s: %s", location, err.gdb_message)
+            return
+        self.temporary.append(str(result["bkpt"]["number"]))
+
+    def _gdb_step(self, command: str, thread: int, level: int) -> None:
+        self.native_thread = thread
+        try:
+            self.gdb.command(f"{command} --thread {thread} --frame {level}")
+        except GdbCommandError as err:
+            self.native_thread = None
+            raise DebuggerError(f"gdb cannot step here: {err.gdb_message}") from err

@@ -1,0 +1,38 @@
+"""The per-user private directory that holds mixdbg's sockets (live-session control,
+the Python agents'): created 0700, and refused when anyone else could have made it."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from mixdbg.errors import UnavailableError
+
+
+def runtime_dir(create: bool = False) -> Path:
+    """The per-user directory holding session sockets, checked to be private to this user.
+
+    Refused (not repaired) when owned by another uid or open to group/others: under /tmp
+    anyone could have created it first."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    uid = os.geteuid()
+    path = Path(base) / "mixdbg" if base and os.path.isabs(base) else Path(f"/tmp/mixdbg-{uid}")
+    if create:
+        try:
+            path.mkdir(mode=0o700)
+            os.chmod(path, 0o700)  # mkdir's mode is masked by the umask; make it exact
+        except FileExistsError:
+            pass
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnavailableError(f"{path} is not a directory; refusing to use it for session sockets")
+    if info.st_uid != uid or stat.S_IMODE(info.st_mode) & 0o077:
+        raise UnavailableError(
+            f"{path} is owned by uid {info.st_uid} with mode {stat.S_IMODE(info.st_mode):o}; "
+            "refusing to use it for session sockets",
+            hint="it must be yours and mode 700; remove it if you do not know who made it")
+    return path
