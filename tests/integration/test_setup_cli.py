@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from mixdbg import launch_gen
-from mixdbg.launch_gen import COMPOUND_NAME, CPPDBG_NAME, DEBUGPY_NAME, MIXDBG_FILE_NAME, MIXDBG_NAMES, PAIR_NAMES
+from mixdbg.launch_gen import (
+    COMPOUND_NAME,
+    CPPDBG_NAME,
+    DEBUGPY_NAME,
+    MIXDBG_FILE_NAME,
+    MIXDBG_NAMES,
+    PAIR_NAMES,
+)
 
 cli = pytest.importorskip("mixdbg.cli", reason="the CLI does not import yet (another verb is missing)")
 
