@@ -1,0 +1,91 @@
+"""The mixdbg extension in a real VS Code (code-server + headless Chromium), used as a person would:
+breakpoints typed into the BREAKPOINTS view or set in the gutter, F5 with no launch.json, the
+CALL STACK and VARIABLES views, stepping, the DEBUG CONSOLE. Checks read the views' text; the
+screenshots are kept for people (the path is printed)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from vscode_real import HERE, REPO, CodeServer, code_server, drive, marker_line, vscode_real
+
+__all__ = ["code_server", "vscode_real"]  # fixtures, used by name
+
+pytestmark = [pytest.mark.slow, pytest.mark.vscode]
+
+TESTDEBUG = REPO / "examples" / "testdebug.py"
+PYBIND11_PROJECT = HERE / "pybind11_project"
+
+
+@pytest.mark.timeout(600)
+def test_seed_run_f5_on_testdebug_with_a_function_breakpoint(code_server: CodeServer,
+                                                             torch_installed: None) -> None:
+    # Given the repository open, no launch.json, a function breakpoint typed into BREAKPOINTS
+    if (REPO / ".vscode" / "launch.json").exists():
+        pytest.skip("the repository has a .vscode/launch.json: F5 would use it")
+    line = randn_line()
+    # When F5 is pressed on examples/testdebug.py
+    steps = drive(code_server, "seed.js", REPO, timeout=540, script="examples/testdebug.py")
+    # Then CALL STACK has randn on top and <module> testdebug.py:3 below it
+    assert steps["breakpoints"][-1].endswith("at::native::randn")
+    assert "at::native::randn" in steps["top"]
+    frames = steps["stack"]
+    randn_at = next(i for i, row in enumerate(frames) if "at::native::randn" in row)
+    assert any(re.search(rf"<module> testdebug\.py {line}:\d+", row) for row in frames[randn_at + 1:]), frames
+    # ...the editor shows testdebug.py at that line when the frame is clicked
+    assert steps["moduleFrame"] == {"tab": "testdebug.py", "line": line}
+    # ...and VARIABLES shows randn's size
+    assert re.match(r"size\b.*2.*3", steps["size"]), steps["variables"]
+
+
+def randn_line() -> int:
+    """The line of examples/testdebug.py that calls torch.randn (3 in the README)."""
+    return next(n for n, text in enumerate(TESTDEBUG.read_text().splitlines(), 1) if "torch.randn(" in text)
+
+
+@pytest.fixture
+def pybind11_workspace(tmp_path: Path) -> Path:
+    """A folder with mixdbg_pyb.cpp, its module built -g -O0 beside it, and use_pyb.py."""
+    pybind11 = pytest.importorskip("pybind11", reason="pip install pybind11 (in the test extra)")
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler")
+    workspace = tmp_path / "pyb"
+    shutil.copytree(PYBIND11_PROJECT, workspace)
+    module = workspace / f"mixdbg_pyb{sysconfig.get_config_var('EXT_SUFFIX')}"
+    subprocess.run([compiler, "-g", "-O0", "-shared", "-fPIC", "-std=c++17", f"-I{pybind11.get_include()}",
+                    f"-I{sysconfig.get_paths()['include']}", str(workspace / "mixdbg_pyb.cpp"), "-o", str(module)],
+                   check=True, timeout=300, capture_output=True)
+    done = subprocess.run([sys.executable, "use_pyb.py"], cwd=workspace, capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout == "result 11\n"
+    return workspace
+
+
+@pytest.mark.timeout(600)
+def test_pybind11_gutter_breakpoint_step_over_evaluate_step_out(code_server: CodeServer,
+                                                               pybind11_workspace: Path) -> None:
+    cpp, script = pybind11_workspace / "mixdbg_pyb.cpp", pybind11_workspace / "use_pyb.py"
+    lines = {name: marker_line(cpp, name) for name in ("first", "second", "call")}
+    lines["pycall"] = marker_line(script, "pycall")
+    # Given a breakpoint clicked in the gutter of the .cpp; when F5 is pressed on use_pyb.py
+    steps = drive(code_server, "pybind11.js", pybind11_workspace, timeout=540, cpp="mixdbg_pyb.cpp",
+                  script="use_pyb.py", lines=lines, evaluate={"expression": "total + 1", "result": "6"})
+    # Then it stops there, and the editor shows that line
+    assert re.search(rf"add_twice.*mixdbg_pyb\.cpp {lines['first']}:", steps["hitTop"])
+    assert steps["hitEditor"] == {"tab": "mixdbg_pyb.cpp", "line": lines["first"]}
+    # Step Over moves one line
+    assert re.search(rf"add_twice.*mixdbg_pyb\.cpp {lines['second']}:", steps["nextTop"])
+    assert steps["nextEditor"] == {"tab": "mixdbg_pyb.cpp", "line": lines["second"]}
+    # The debug console evaluates at that native stop (total = 2 + 3 there)
+    assert steps["evaluated"] == "6"
+    # Step Out: the native caller; Step Out again: the Python caller's line
+    assert re.search(rf"call_add.*mixdbg_pyb\.cpp {lines['call']}:", steps["out1Top"])
+    assert re.search(rf"<module> use_pyb\.py {lines['pycall']}:", steps["out2Top"])
+    assert steps["out2Editor"] == {"tab": "use_pyb.py", "line": lines["pycall"]}
