@@ -135,7 +135,9 @@ class Debuggee:
         """Wait until debugpy listens (its adapter is up); learn its address."""
         report = self.status.read()
         self.status.close()
-        self.host, self.port, self.python = str(report["host"]), int(str(report["port"])), str(report["python"])
+        self.python = str(report["python"])
+        if report.get("port") is not None:  # None: no debugpy (mixdbg dap's agent instead)
+            self.host, self.port = str(report["host"]), int(str(report["port"]))
 
     def disown(self) -> None:
         """Stop treating the debuggee as ours to wait for: it runs on after mixdbg, and

@@ -75,7 +75,9 @@ def _serve_stdio() -> int:
     # SIGINT from a client (nvim-dap) after 'terminated' ends us quietly; never the debuggee.
     signal.signal(signal.SIGINT, lambda signum, frame: os._exit(0))
     adapter = Adapter(Connection(protocol_out))
-    adapter.serve(sys.stdin.buffer)
+    # Unbuffered: a reader thread still blocked in it at exit must not hold a buffer lock.
+    with open(sys.stdin.fileno(), "rb", buffering=0, closefd=False) as requests:
+        adapter.serve(requests)
     return 0
 
 

@@ -18,15 +18,21 @@ from mixdbg.output import Output
 from mixdbg.pytorch.tensors import describe
 from mixdbg.pytorch.views import argument_lines
 from mixdbg.session import Session
-from mixdbg.stack import format_stack, format_threads
+from mixdbg.stack import format_stack, format_threads, frame_line
 
 HELP = """\
   c, continue        let the debuggee run
   bt, backtrace      the full mixed stack of the stopped thread
   bt all             every thread's mixed stack
-  locals [N]         the locals of Python frame #N (default: the innermost one)
-  p, print EXPR      evaluate a C/C++ expression in the stopped frame (never calls functions
-                     where gdb cannot do so safely: see 'mixdbg doctor')
+  n, next            step over one line (Python or C/C++, whichever the frame is)
+  s, step            step into the call on this line, across Python <-> C/C++
+  finish             run until the selected frame returns (to its Python or native caller)
+  up [N], down [N]   select an outer / inner frame; frame N selects frame #N
+  locals [N]         the locals of the selected frame (or of frame #N): native ones through
+                     gdb, Python ones read from memory (full objects at Python stops)
+  p, print EXPR      evaluate EXPR in the selected frame: C/C++ in native frames (never
+                     calling functions where gdb cannot do so safely: see 'mixdbg doctor'),
+                     Python in Python frames at Python stops
   args               the innermost frame's tensor/list/scalar arguments (memory only)
   tensor ADDRESS     the tensor at an at::Tensor or c10::TensorImpl address (memory only)
   b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, op:aten::NAME, ... if COND)
@@ -86,6 +92,11 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
         raise UsageError("the debuggee is running (Ctrl-C interrupts it)")
     elif verb in ("c", "continue"):
         session.resume()
+    elif verb in STEPS:
+        thread, index = _selected(session)
+        session.step(STEPS[verb], thread, index)
+    elif verb in ("up", "down", "frame", "f"):
+        _select_frame(session, verb, rest)
     elif verb in ("bt", "backtrace") and rest == "all":
         print("\n".join(format_threads(session.mixed_stack(all_threads=True))), flush=True)
     elif verb in ("bt", "backtrace"):
@@ -95,7 +106,8 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
     elif verb in ("p", "print"):
         if not rest:
             raise UsageError("print what? (p EXPR)")
-        print(session.evaluate(rest), flush=True)
+        thread, index = _selected(session)
+        print(session.inspect.evaluate(rest, thread, index, "repl").value, flush=True)
     elif verb == "args":
         _args(session)
     elif verb == "tensor":
@@ -114,12 +126,61 @@ def _break(session: Session, text: str) -> None:
             print(f"did you mean: {', '.join(close)}?", flush=True)
 
 
+STEPS = {"n": "next", "next": "next", "s": "stepIn", "step": "stepIn", "finish": "stepOut"}
+
+
+class _Selection:
+    """The frame the prompt's commands apply to: frame #0 of the stopped thread at each
+    stop, moved by ``up``, ``down`` and ``frame N``."""
+
+    stop: object = None
+    index = 0
+
+
+_SELECTION = _Selection()
+
+
+def _selected(session: Session) -> tuple[int, int]:
+    """The stopped thread and the selected frame's index in its mixed stack."""
+    stop = session.last_stop
+    if stop is None or stop.thread is None:
+        raise UsageError("no stop to look at")
+    if _SELECTION.stop is not stop:
+        _SELECTION.stop, _SELECTION.index = stop, 0
+    return stop.thread, _SELECTION.index
+
+
+def _select_frame(session: Session, verb: str, text: str) -> None:
+    """``up [N]``, ``down [N]``, ``frame N``: select a frame and show it."""
+    thread, index = _selected(session)
+    frames = session.inspect.stack(thread).frames
+    if verb in ("frame", "f"):
+        wanted = _number(text, "frame") if text else index
+    else:
+        count = _number(text, "frame count") if text else 1
+        wanted = index + count if verb == "up" else index - count
+    if not 0 <= wanted < len(frames):
+        raise UsageError(f"no frame #{wanted} (the stack has {len(frames)}: #0 to #{len(frames) - 1})")
+    _SELECTION.index = wanted
+    print(frame_line(frames[wanted], wanted), flush=True)
+
+
 def _locals(session: Session, text: str) -> None:
-    """Print a Python frame's locals, one ``name = value`` a line."""
-    number, variables = session.python_locals(_number(text, "frame") if text else None)
+    """Print a frame's locals, one ``name = value`` a line: the selected frame's, or
+    frame #N's."""
+    thread, index = _selected(session)
+    number = _number(text, "frame") if text else index
+    stack = session.inspect.stack(thread)
+    if not 0 <= number < len(stack.frames):
+        raise UsageError(f"no frame #{number} (the stack has {len(stack.frames)})")
+    frame = stack.frames[number]
+    if frame.kind == "python":
+        variables = session.inspect.python_locals(thread, number, stack)
+    else:
+        variables = session.inspect.native_locals(thread, frame.level or 0)
     print(f"  locals of frame #{number}:" if variables else f"  frame #{number} has no locals", flush=True)
-    for name, value in variables:
-        print(f"    {name} = {value}", flush=True)
+    for variable in variables:
+        print(f"    {variable.name} = {variable.value}", flush=True)
 
 
 def _args(session: Session) -> None:

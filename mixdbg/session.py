@@ -30,17 +30,14 @@ from mixdbg.engine.stepping import Stepper
 from mixdbg.errors import (
     DebuggerError,
     GdbExitedError,
-    GdbTimeoutError,
     UsageError,
 )
 from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import (
-    COMMAND_TIMEOUT,
     SLOW_COMMAND_TIMEOUT,
     GdbCommandError,
     GdbMi,
     MiRecord,
-    mi_quote,
 )
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
 from mixdbg.pytorch.opbreaks import OperatorBreakpoints
@@ -112,8 +109,10 @@ class Session:
         self.hub = hub
         self._trap: int | None = None
         self.inspect = Inspector(self.gdb, self.view, self.tree, hub, self._agent_request)
-        self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume, self._tell_agent)
+        self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume, self._tell_agent,
+                               self._agents_alive)
         self._reply: dict[str, Any] | None = None
+        self._catch_throw: int | None = None  # gdb's C++ throw catchpoint, when asked for
         self._deferred: list[Action] = []
 
     @property
@@ -280,6 +279,13 @@ class Session:
             self.state = "running"
             self.inspect.forget()
             self.stop = None
+
+    def _agents_alive(self) -> dict[int, int]:
+        """The processes of the tree that have an agent, and its shared block's address."""
+        if self.hub is None:
+            return {}
+        live = set(self.tree.live_pids()) | ({self.pid} if self.pid else set())
+        return {pid: shared for pid, shared in self.hub.shared.items() if pid in live}
 
     def _leave_stop(self) -> None:
         """Before the tree runs: a thread at a Python stop is told to continue (unless a
@@ -508,10 +514,21 @@ class Session:
         self.stepper.native_thread = None
         self._report(str(message.get("reason", "breakpoint")), None, None, payload, python=mailbox)
 
+    def catch_throw(self, enabled: bool) -> None:
+        """Stop (reason ``exception``) wherever C++ code throws, or no longer."""
+        if enabled and self._catch_throw is None:
+            self._catch_throw = int(self.gdb.command("-catch-throw")["bkpt"]["number"])
+        elif not enabled and self._catch_throw is not None:
+            self.gdb.command(f"-break-delete {self._catch_throw}")
+            self._catch_throw = None
+
     def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
         hit = int(payload.get("bkptno", 0))
         if hit == self._trap:
             self._on_trap(payload)
+            return
+        if hit == self._catch_throw:
+            self._report("exception", None, None, payload)
             return
         number = self.ops.owner(hit)
         breakpoint = self.breakpoints.get(number)
@@ -535,6 +552,7 @@ class Session:
         self.stop = StopPoint(pid or 0, thread_id or 0, python)
         stack_now = self.view.mixed_stack(self.all_threads)
         if thread_id is not None:
+            stack_now = self.inspect.as_stopped(thread_id, stack_now)
             self.inspect.remember(thread_id, stack_now)
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=thread_id,
@@ -553,11 +571,6 @@ class Session:
         self._require_stopped("stacks")
         return self.view.mixed_stack(all_threads)
 
-    def python_locals(self, index: int | None) -> tuple[int, list[tuple[str, str]]]:
-        """The locals of Python frame ``#index`` of the stopped thread (see ``stopview``)."""
-        self._require_stopped("locals")
-        return self.view.python_locals(index)
-
     def native_arguments(self, stack_now: stack.MixedStack, op: str | None = None) -> list[dict[str, Any]] | None:
         """The innermost frame's tensor, list and scalar arguments, named after operator
         ``op``'s schema when it is an operator's kernel (see ``stopview``)."""
@@ -571,20 +584,6 @@ class Session:
     def _require_stopped(self, what: str) -> None:
         if self.state != "stopped":
             raise UsageError(f"the debuggee is running; {what} are read while it is stopped")
-
-    def evaluate(self, expression: str) -> str:
-        """Evaluate a C/C++ expression in the selected frame (the debuggee must be stopped)."""
-        if self.state != "stopped":
-            raise UsageError("the debuggee is running; expressions need it stopped")
-        try:
-            result = self.gdb.command(f"-data-evaluate-expression {mi_quote(expression)}")
-        except GdbCommandError as err:
-            if "may-call-functions" in err.gdb_message:
-                return calls.refusal(self.call_safety)
-            return f"error: {err.gdb_message}"
-        except GdbTimeoutError:
-            return f"error: no value within {COMMAND_TIMEOUT:.0f} s (a function call still running?)"
-        return str(result.get("value", ""))
 
     def function_names(self, pattern: str, limit: int) -> tuple[list[str], bool]:
         """Loaded functions whose names match gdb regex ``pattern`` (see ``symbols``)."""

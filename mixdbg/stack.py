@@ -101,15 +101,17 @@ def is_agent_file(file: str | None) -> bool:
 
 def _without_agent(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The frames without the trap: when the innermost Python frames are the agent's (a
-    Python stop), they and every native frame inside them go."""
-    last = -1
+    Python stop), they go, and so does every native frame inside the user's frame below
+    them (the trap, the interpreter's tracing machinery)."""
+    seen_agent = False
     for index, raw in enumerate(frames):
         if raw.get("kind") != "python":
             continue
-        if not is_agent_file(raw.get("file")):
-            break
-        last = index
-    return frames[last + 1:]
+        if is_agent_file(raw.get("file")):
+            seen_agent = True
+            continue
+        return frames[index:] if seen_agent else frames
+    return frames
 
 
 def _without_launcher(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -145,7 +147,7 @@ def format_stack(stack: MixedStack, collapse_interpreter: bool = True) -> list[s
         if len(run) > 2 and collapse_interpreter:
             lines.append(f"      ... {len(run)} interpreter frames ({Path(run[0].library or '?').name})")
         else:
-            lines.extend(_frame_line(frame) for frame in run)
+            lines.extend(frame_line(frame) for frame in run)
         run.clear()
 
     for index, frame in enumerate(stack.frames):
@@ -153,7 +155,7 @@ def format_stack(stack: MixedStack, collapse_interpreter: bool = True) -> list[s
             run.append(frame)
             continue
         flush()
-        lines.append(_frame_line(frame, index))
+        lines.append(frame_line(frame, index))
     flush()
     if stack.truncated:
         lines.append("      ... (more frames not shown)")
@@ -162,7 +164,8 @@ def format_stack(stack: MixedStack, collapse_interpreter: bool = True) -> list[s
     return lines
 
 
-def _frame_line(frame: Frame, index: int | None = None) -> str:
+def frame_line(frame: Frame, index: int | None = None) -> str:
+    """One frame as a line for people: ``#3 [py] main  script.py:12``."""
     number = f"#{index:<3}" if index is not None else "    "
     if frame.kind == "python":
         return f"  {number} [py] {frame.function}  {frame.file}:{frame.line}"
@@ -185,19 +188,3 @@ def format_threads(stack: MixedStack, besides: int | None = None) -> list[str]:
         lines.append(f"thread {thread.thread} (LWP {thread.lwp}){name}:")
         lines.extend(format_stack(thread.stack, collapse_interpreter=False))
     return lines
-
-
-def python_frame(stack: MixedStack, index: int | None) -> tuple[int, Frame]:
-    """The Python frame ``#index`` of a stack (the innermost Python frame when None), with
-    its index; ``LookupError`` saying why when there is none."""
-    if index is None:
-        for number, frame in enumerate(stack.frames):
-            if frame.kind == "python" and frame.address:
-                return number, frame
-        raise LookupError(f"no Python frame in this stack (Python frames {stack.python_status})")
-    if not 0 <= index < len(stack.frames):
-        raise LookupError(f"no frame #{index} (the stack has {len(stack.frames)})")
-    frame = stack.frames[index]
-    if frame.kind != "python" or not frame.address:
-        raise LookupError(f"frame #{index} is a native frame ({frame.function}): locals are for Python frames")
-    return index, frame

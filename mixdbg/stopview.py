@@ -60,19 +60,15 @@ class StopView:
         which = "all" if all_threads else "one"
         return stack.from_helper(self._helper(f"mixdbg-stack {self.max_frames} {which}"))
 
-    def python_locals(self, index: int | None) -> tuple[int, list[tuple[str, str]]]:
-        """The locals of Python frame ``#index`` of the stopped thread (the innermost
-        Python frame when None): the frame's index, and ``(name, short value)`` pairs."""
-        try:
-            number, frame = stack.python_frame(self.mixed_stack(), index)
-        except LookupError as err:
-            raise UsageError(str(err)) from err
+    def locals_at(self, address: str) -> list[tuple[str, str]]:
+        """The locals of the Python frame at ``address`` of the selected process, as
+        ``(name, short value)`` pairs (torch tensors summarised once torch is loaded)."""
         if self.pid is not None:
             self.torch.summarise_python_tensors(self.pid, views.interpreter(self.pid, self.python))
-        data = self._helper(f"mixdbg-locals {frame.address}")
+        data = self._helper(f"mixdbg-locals {address}")
         if "error" in data:
-            raise DebuggerError(f"locals of frame #{number}: {data['error']}")
-        return number, [(str(name), str(value)) for name, value in data["locals"]]
+            raise DebuggerError(f"locals: {data['error']}")
+        return [(str(name), str(value)) for name, value in data["locals"]]
 
     def python_frames(self, pid: int) -> list[workers.PythonFrame]:
         """The Python frames of the stopped thread of process ``pid`` (gdb selected it)."""

@@ -24,6 +24,9 @@ import pytest
 
 CEXT_SOURCE = Path(__file__).parent / "cext" / "mixdbg_testext.c"
 
+#: The DAP tests' fixtures (schema, native modules, clients of ``mixdbg dap``), for every test.
+pytest_plugins = ["dap.fixtures"]
+
 
 @dataclass(frozen=True)
 class CExtension:

@@ -59,7 +59,6 @@ class Breakpoints:
     functions: list[tuple[int, int]] = field(default_factory=list)
     dap_id: dict[int, int] = field(default_factory=dict)  # engine number -> DAP id
     function_ids: set[int] = field(default_factory=set)  # DAP ids of function breakpoints
-    exception_catch: int | None = None  # gdb's C++ throw catchpoint
 
     def new_id(self) -> int:
         """A fresh DAP breakpoint id."""
@@ -98,10 +97,16 @@ class Adapter:
                 self._run_session()
                 continue
             item = self.queue.get()
-            if callable(item):
-                item(self.session)
-            elif self.session is not None:
-                self.session.handle(item)
+            try:
+                if callable(item):
+                    item(self.session)
+                elif self.session is not None and not self.ended:
+                    self.session.handle(item)
+            except SessionEnded as end:  # before the program started (a launch that failed)
+                self.end_session(end.code)
+            except GdbExitedError as err:
+                self.say(f"mixdbg: {err.message}", "important")
+                self.end_session()
         self.close()
 
     def _read(self, stream: IO[bytes]) -> None:
@@ -187,6 +192,8 @@ class Adapter:
             self._breakpoint_changed(event)
         elif isinstance(event, Exited):
             if event.pid is None:
+                if self.output is not None:
+                    self.output.drain()
                 self.connection.event("exited", {"exitCode": _exit_code(event)})
             else:
                 self.say(f"{event.process or event.pid}: exited with "
@@ -274,4 +281,6 @@ def _describe(event: Stopped) -> str | None:
         return f"signal {event.signal}{where}"
     if event.op:
         return f"operator {event.op}"
+    if event.reason == "exception":
+        return "C++ exception thrown"
     return None

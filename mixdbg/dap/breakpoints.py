@@ -178,15 +178,8 @@ def set_exception_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> di
     filters.update(str(option.get("filterId")) for option in arguments.get("filterOptions") or [])
     if adapter.hub is not None:
         adapter.hub.configure(raised="python-raised" in filters, uncaught="python-uncaught" in filters)
-    session = _session(adapter)
-    catch = adapter.breakpoints.exception_catch
-    if "cpp-throw" in filters and catch is None:
-        try:
-            result = session.gdb.command("-catch-throw")
-            adapter.breakpoints.exception_catch = int(result["bkpt"]["number"])
-        except GdbCommandError as err:
-            raise DapError(f"C++ throw: {err.gdb_message}") from None
-    elif "cpp-throw" not in filters and catch is not None:
-        session.gdb.command(f"-break-delete {catch}")
-        adapter.breakpoints.exception_catch = None
+    try:
+        _session(adapter).catch_throw("cpp-throw" in filters)
+    except GdbCommandError as err:
+        raise DapError(f"C++ throw: {err.gdb_message}") from None
     return {"breakpoints": [{"verified": True} for _ in sorted(filters)]}

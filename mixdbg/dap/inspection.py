@@ -57,16 +57,25 @@ def stack_trace(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     stack = session.inspect.stack(thread)
     start = int(arguments.get("startFrame") or 0)
     levels = int(arguments.get("levels") or 0) or len(stack.frames)
-    frames = [_frame(adapter, thread, index, frame)
+    cwd = _cwd(session.inspect.pid_of(thread))
+    frames = [_frame(adapter, thread, index, frame, cwd)
               for index, frame in enumerate(stack.frames[start:start + levels], start)]
     return {"stackFrames": frames, "totalFrames": len(stack.frames)}
 
 
-def _frame(adapter: Adapter, thread: int, index: int, frame: Frame) -> dict[str, Any]:
+def _cwd(pid: int) -> str:
+    """Where a process's relative paths (a script run as ``python dir/x.py``) start."""
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return os.getcwd()
+
+
+def _frame(adapter: Adapter, thread: int, index: int, frame: Frame, cwd: str) -> dict[str, Any]:
     result: dict[str, Any] = {"id": adapter.frames.add((thread, index)), "name": frame.function,
                               "line": frame.line or 0, "column": 1 if frame.line else 0}
     if frame.kind == "python":
-        path = frame.file or ""
+        path = os.path.join(cwd, frame.file) if frame.file and not frame.file.startswith("<") else frame.file or ""
         if os.path.isfile(path):
             result["source"] = {"name": Path(path).name, "path": path}
             if any(part in path for part in _LIBRARY_PARTS):

@@ -29,6 +29,7 @@ class OutputFiles:
         self.stdout = self._open(directory, "stdout")
         self.stderr = self._open(directory, "stderr")
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._poll, name="debuggee-output", daemon=True)
         self._thread.start()
 
@@ -42,16 +43,20 @@ class OutputFiles:
 
     def _poll(self) -> None:
         while not self._stop.wait(POLL_INTERVAL):
-            self._drain()
-        self._drain()
+            self.drain()
+        self.drain()
 
-    def _drain(self) -> None:
-        for (fd, _), category in ((self.stdout, "stdout"), (self.stderr, "stderr")):
-            while True:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                self._emit(category, chunk.decode("utf-8", "replace"))
+    def drain(self) -> None:
+        """Send what was written so far (before ``exited``, so it comes first)."""
+        with self._lock:
+            if self._stop.is_set() and self._thread is not threading.current_thread():
+                return
+            for (fd, _), category in ((self.stdout, "stdout"), (self.stderr, "stderr")):
+                while True:
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        break
+                    self._emit(category, chunk.decode("utf-8", "replace"))
 
     def stop(self) -> None:
         """Read what is left and close our side (the debuggee keeps writing its own)."""

@@ -215,34 +215,35 @@ def post_to_mailbox(write: WriteMemory, mailbox: Mailbox, message: dict[str, Any
     write(mailbox.address + IN_LEN_AT, struct.pack("<I", len(data)))
 
 
-def arm_slot(write: WriteMemory, read_pid: int, shared: int, tid: int, mode: int, depth: int = 0) -> None:
-    """Ask the agent of process ``read_pid`` to stop thread ``tid`` at its next Python line
-    (``STEP_IN``) or at the next line of a frame no deeper than ``depth``."""
-    with ProcMemory(read_pid) as read:
+def arm_slot(write: WriteMemory, pid: int, shared: int, tid: int, mode: int, depth: int = 0) -> None:
+    """Ask the agent of process ``pid`` to stop thread ``tid`` at its next Python line
+    (``STEP_IN``) or at the next line of a frame no deeper than ``depth``. A slot is free
+    when its mode is 0; a thread has at most one."""
+    with ProcMemory(pid) as read:
         magic, armed = struct.unpack("<QxxxxI", read(shared, 16))
         if magic != MAGIC:
-            raise DebuggerError(f"no Python agent at {shared:#x} in PID {read_pid}")
+            raise DebuggerError(f"no Python agent at {shared:#x} in PID {pid}")
         slots = read(shared + SLOTS_AT, SLOT_SIZE * SLOT_COUNT)
-    for index in range(SLOT_COUNT):
-        used_tid = struct.unpack_from("<Q", slots, index * SLOT_SIZE)[0]
-        if used_tid in (0, tid):
-            write(shared + SLOTS_AT + index * SLOT_SIZE, struct.pack("<QII", tid, mode, depth))
-            if used_tid == 0:
-                write(shared + ARMED_AT, struct.pack("<I", armed + 1))
-            return
-    raise DebuggerError("every step slot of the Python agent is in use")
+    used = [struct.unpack_from("<QI", slots, i * SLOT_SIZE) for i in range(SLOT_COUNT)]
+    mine = [i for i, (used_tid, used_mode) in enumerate(used) if used_mode and used_tid == tid]
+    free = [i for i, (_, used_mode) in enumerate(used) if not used_mode]
+    if not mine and not free:
+        raise DebuggerError("every step slot of the Python agent is in use")
+    index = mine[0] if mine else free[0]
+    write(shared + SLOTS_AT + index * SLOT_SIZE, struct.pack("<QII", tid, mode, depth))
+    if not mine:
+        write(shared + ARMED_AT, struct.pack("<I", armed + 1))
 
 
-def clear_slots(write: WriteMemory, read_pid: int, shared: int) -> None:
-    """Disarm every step request in the process's shared block."""
+def clear_slots(write: WriteMemory, pid: int, shared: int) -> None:
+    """Disarm every step request in the process's shared block (the agent's own too: a stop
+    cancels every pending step)."""
     try:
-        with ProcMemory(read_pid) as read:
-            if struct.unpack("<Q", read(shared, 8))[0] != MAGIC:
-                return
-            armed = struct.unpack("<I", read(shared + ARMED_AT, 4))[0]
+        with ProcMemory(pid) as read:
+            magic, armed = struct.unpack("<QxxxxI", read(shared, 16))
     except MemoryReadError:
         return
-    if armed:
+    if magic == MAGIC and armed:
         write(shared + SLOTS_AT, bytes(SLOT_SIZE * SLOT_COUNT))
         write(shared + ARMED_AT, struct.pack("<I", 0))
 

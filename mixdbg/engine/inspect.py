@@ -20,7 +20,7 @@ from mixdbg.engine.stepping import StepContext
 from mixdbg.errors import DebuggerError, UsageError
 from mixdbg.gdbmi import GdbCommandError, GdbMi, mi_quote
 from mixdbg.proctree import ProcessTree
-from mixdbg.stack import MixedStack
+from mixdbg.stack import Frame, MixedStack
 from mixdbg.stopview import StopView
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class Inspector:
     def trapped_mailbox(self, pid: int) -> agents.Mailbox | None:
         """The mailbox the trap was called with in the stopped thread, if an agent's."""
         try:
-            value = self.gdb.command(f"-data-evaluate-expression (unsigned long){FIRST_ARGUMENT}")["value"]
+            value = self.gdb.command("-data-evaluate-expression " + mi_quote(f"(unsigned long){FIRST_ARGUMENT}"))["value"]
         except GdbCommandError as err:
             log.info("reading the trap's argument: %s", err.gdb_message)
             return None
@@ -122,8 +122,8 @@ class Inspector:
             lwp = int(match.group(1) or match.group(2)) if match else 0
             pid = process.pid if process is not None else (self.root_pid or 0)
             own = "MainThread" if lwp == pid else str(raw.get("name") or f"thread {lwp}")
-            who = process.label() if process is not None and process is not self.tree.root else f"pid {pid}"
-            name = f"{who.replace(f', pid {pid}', f' (pid {pid})')}: {own}"
+            who = process.label() if process is not None and process is not self.tree.root else "main"
+            name = f"{who.replace(f', pid {pid}', '')} (pid {pid}): {own}"
             threads.append(ThreadInfo(id=int(raw["id"]), pid=pid, lwp=lwp, name=name))
         return threads
 
@@ -135,8 +135,19 @@ class Inspector:
         """Thread ``thread``'s mixed stack (read once per stop)."""
         if thread not in self._stacks:
             self.select(thread)
-            self._stacks[thread] = self.view.mixed_stack()
+            self._stacks[thread] = self.as_stopped(thread, self.view.mixed_stack())
         return self._stacks[thread]
+
+    def as_stopped(self, thread: int, stack: MixedStack) -> MixedStack:
+        """The stack to show for ``thread``: at an uncaught Python exception the agent stops
+        in the exception hook, after the frames it went through are gone; their traceback
+        is the stack then."""
+        message = self.stop.mailbox.message if self.stop and self.stop.mailbox and self.stop.thread == thread else {}
+        if message.get("depth") != 0 or not message.get("frames"):
+            return stack
+        frames = tuple(Frame(kind="python", function=str(raw.get("name")), file=raw.get("file"),
+                             line=raw.get("line"), library=None) for raw in message["frames"])
+        return MixedStack(frames=frames, python_status="ok (the exception's traceback)", truncated=False)
 
     def select(self, thread: int, level: int = 0) -> None:
         """Make ``thread`` (and its frame ``level``) gdb's selected one."""
@@ -207,7 +218,7 @@ class Inspector:
             body = self.agent_request({"command": "variables", "frame": _python_index(stack, index)})
             return [_python_variable(raw) for raw in body.get("variables", [])]
         self.select(thread)
-        return [Variable(name, value) for name, value in self.view.frame_locals(frame.address or "0").items()]
+        return [Variable(name, value) for name, value in self.view.locals_at(frame.address or "0")]
 
     def evaluate(self, expression: str, thread: int, index: int, context: str) -> Variable:
         """``expression`` in frame ``index`` of ``thread``: Python in Python frames (at

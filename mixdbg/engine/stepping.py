@@ -52,14 +52,16 @@ class StepContext:
 class Stepper:
     """Carries out steps and disarms what they leave. ``write`` writes the debuggee's
     memory (through gdb); ``resume_all`` lets the whole tree run; ``tell_agent`` gives
-    the trapped thread's agent its command (it then leaves the stop when resumed)."""
+    the trapped thread's agent its command (it then leaves the stop when resumed);
+    ``agents_of`` lists the processes that have an agent."""
 
     gdb: GdbMi
     write: agents.WriteMemory
     resume_all: Callable[[], None]
     tell_agent: Callable[[str], None]
+    #: Every process's agent shared block (pid -> address): all are disarmed at a stop.
+    agents_of: Callable[[], dict[int, int]] = dict
     temporary: list[str] = field(default_factory=list)
-    armed: set[tuple[int, int]] = field(default_factory=set)
     #: A gdb step of ours is under way on this thread (its stops may need a glue hop).
     native_thread: int | None = None
     hops: int = 0
@@ -73,9 +75,11 @@ class Stepper:
             except GdbCommandError as err:  # a temporary one that hit is gone already
                 log.debug("deleting step breakpoints: %s", err.gdb_message)
             self.temporary.clear()
-        for pid, shared in self.armed:
-            agents.clear_slots(self.write, pid, shared)
-        self.armed.clear()
+        for pid, shared in self.agents_of().items():
+            try:
+                agents.clear_slots(self.write, pid, shared)
+            except DebuggerError as err:  # an exiting process: nothing left to disarm
+                log.debug("disarming PID %d: %s", pid, err.message)
 
     def libraries_changed(self) -> None:
         """A library was loaded: the user's functions are listed again when needed."""
@@ -169,7 +173,6 @@ class Stepper:
         if at.shared is None:
             return
         agents.arm_slot(self.write, at.pid, at.shared, at.tid, mode, depth)
-        self.armed.add((at.pid, at.shared))
 
     def _temporary_break(self, location: str, thread: int) -> None:
         try:

@@ -18,27 +18,30 @@ LOCALS = [r"n = 1", r"label = 'naïve'", r"ratio = 0\.5", r"blob = b'\\x00raw'",
 
 
 def converse(child: pexpect.spawn) -> None:
-    """At the native_step stop: locals of the innermost Python frame, of a chosen one, of a
-    native frame (refused), and every thread's stack."""
+    """At the native_step stop: locals of the innermost Python frame, of a chosen one, of the
+    selected native frame (gdb's), and every thread's stack."""
     try:
         child.expect(r"stopped at breakpoint 1")
         child.expect_exact("(mixdbg) ")
-        child.sendline("locals")
-        child.expect(r"locals of frame #(\d+):")
-        for pattern in LOCALS:
-            child.expect(pattern)
-        child.expect_exact("(mixdbg) ")
         child.sendline("bt")
+        child.expect(r"#(\d+) +\[py\] ")
+        innermost = child.match.group(1)
         child.expect(r"#(\d+) +\[py\] forward ")
         forward = child.match.group(1)
+        child.expect_exact("(mixdbg) ")
+        child.sendline(f"locals {innermost}")
+        child.expect(rf"locals of frame #{innermost}:")
+        for pattern in LOCALS:
+            child.expect(pattern)
         child.expect_exact("(mixdbg) ")
         child.sendline(f"locals {forward}")
         child.expect(rf"locals of frame #{forward}:")
         child.expect(r"self = Model")
         child.expect(r"n = 1")
         child.expect_exact("(mixdbg) ")
-        child.sendline("locals 0")
-        child.expect(r"frame #0 is a native frame \(native_step\)")
+        child.sendline("locals")  # the selected frame: #0, native_step, built with -g
+        child.expect(r"locals of frame #0:")
+        child.expect(r"i = \d+")
         child.expect_exact("(mixdbg) ")
         child.sendline("bt all")
         child.expect(r"thread 1 \(LWP \d+\)")

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from conftest import CExtension, run_mixdbg
-from dap_client import DapClient
+from dap.client import DapClient
+from dap.schema import DapSchema
 
 from mixdbg.attach import process_state
 from mixdbg.gdbmi import GdbCommandError, GdbMi, MiRecord
@@ -38,7 +39,8 @@ def wait_for_configs(launch_json: Path, old_pid: object) -> dict[str, dict[str, 
     raise TimeoutError("run --vscode never wrote a processId")
 
 
-def test_f5_attaches_python_and_gdb_to_the_same_process(cext: CExtension, tmp_path: Path) -> None:
+def test_f5_attaches_python_and_gdb_to_the_same_process(cext: CExtension, tmp_path: Path,
+                                                        dap_schema: DapSchema) -> None:
     # Given a workspace set up by `mixdbg setup`
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -61,11 +63,12 @@ def test_f5_attaches_python_and_gdb_to_the_same_process(cext: CExtension, tmp_pa
         pid = cpp["processId"]
         assert isinstance(pid, int)
         # Then the Python debugger connects where launch.json says and sets a breakpoint
-        dap = DapClient(python["connect"]["host"], python["connect"]["port"])
+        dap = DapClient.connect(python["connect"]["port"], tmp_path / "dap", dap_schema,
+                                host=python["connect"]["host"])
         dap.request("initialize", adapterID="debugpy", clientID="mixdbg-tests", linesStartAt1=True,
                     columnsStartAt1=True, pathFormat="path")
-        dap.send("attach", justMyCode=python["justMyCode"], connect=python["connect"])
-        dap.wait_for("event", "initialized")
+        dap.send_request("attach", {"justMyCode": python["justMyCode"], "connect": python["connect"]})
+        dap.wait_event("initialized")
         reply = dap.request("setBreakpoints", source={"path": str(script)}, breakpoints=[{"line": 3}])
         assert reply["body"]["breakpoints"][0]["verified"]
         dap.request("configurationDone")
@@ -83,11 +86,11 @@ def test_f5_attaches_python_and_gdb_to_the_same_process(cext: CExtension, tmp_pa
         wait_until(lambda: any(r and r.message == "stopped" for r in records))
         gdb.command("-exec-continue")
         # The Python breakpoint stops the script on line 3
-        stopped = dap.wait_for("event", "stopped", timeout=60)
+        stopped = dap.wait_event("stopped", timeout=60)
         frames = dap.request("stackTrace", threadId=stopped["body"]["threadId"])["body"]["stackFrames"]
         assert (Path(frames[0]["source"]["path"]).name, frames[0]["line"]) == ("app.py", 3)
         # (no waiting for the response: gdb's stop freezes pydevd's threads until gdb continues)
-        dap.send("continue", threadId=stopped["body"]["threadId"])
+        resumed = dap.send_request("continue", {"threadId": stopped["body"]["threadId"]})
         # and then gdb stops in the C extension called from line 4, in the same process
         wait_until(lambda: any(r and r.message == "stopped" and r.payload.get("reason") == "breakpoint-hit"
                                for r in records))
@@ -96,8 +99,8 @@ def test_f5_attaches_python_and_gdb_to_the_same_process(cext: CExtension, tmp_pa
         assert process_state(pid)["TracerPid"] == str(gdb.pid)  # the very process debugpy stopped
         gdb.command("-break-delete")
         gdb.command("-target-detach")
-        dap.wait_for("response", "continue")
-        dap.wait_for("event", "terminated", timeout=60)
+        dap.wait_response(resumed)
+        dap.wait_event("terminated", timeout=60)
         dap.request("disconnect")
         _, err = run.communicate(timeout=60)
         assert run.returncode == 0, err

@@ -1,0 +1,649 @@
+"""The Python agent inside the debuggee (standard library only; see docs/dap-design.md).
+
+bootstrap loads this file by path as ``_mixdbg_agent`` and calls :func:`start` before the
+user's program. The agent traces Python with ``sys.settrace``/``threading.settrace`` and stops
+a thread by calling :data:`trap` with the address of the thread's mailbox; gdb has a
+breakpoint on the trap, and the engine answers through the mailbox. Configuration
+(breakpoints, exception filters, justMyCode, stopOnEntry) arrives on a Unix socket.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import platform
+import re
+import site
+import socket
+import sys
+import sysconfig
+import threading
+import traceback
+from types import CodeType, FrameType, TracebackType
+from typing import Any, BinaryIO, Callable
+
+MAGIC = 0x4741474244584D4D  # b"MMXDBGAG" read as a little-endian u64; Shared and Mailbox
+VERSION = 1
+STEP_IN, STEP_TO_DEPTH, STEP_OUT = 1, 2, 3
+OUT_SIZE, IN_SIZE = 1 << 20, 64 << 10
+#: Exceptions that are control flow, not errors: never a "raised" stop.
+_QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
+#: 3.12's legacy tracing ignores ``f_trace_opcodes`` set on a running frame unless settrace
+#: is called again, which then traces every instruction of the program (3.13 fixed it): there
+#: the stop after a return uses a sys.monitoring INSTRUCTION event on the caller's code only.
+_MONITOR_RETURNS = sys.version_info[:2] == (3, 12)
+
+
+class AgentError(Exception):
+    """The engine could not be reached, or went away before the program was let go."""
+
+
+class Slot(ctypes.Structure):
+    """A step armed on one thread (by the engine while all is stopped, or by the agent)."""
+
+    _fields_ = [("tid", ctypes.c_uint64), ("mode", ctypes.c_uint32), ("depth", ctypes.c_uint32)]
+
+
+class Shared(ctypes.Structure):
+    """The process's one shared block; the engine finds it through the hello message."""
+
+    _fields_ = [("magic", ctypes.c_uint64), ("version", ctypes.c_uint32), ("armed", ctypes.c_uint32),
+                ("slots", Slot * 16)]
+
+
+class Mailbox(ctypes.Structure):
+    """One thread's stop conversation: ``out`` is the agent's JSON, ``in_`` the engine's."""
+
+    _fields_ = [("magic", ctypes.c_uint64), ("shared", ctypes.c_uint64), ("tid", ctypes.c_uint64),
+                ("out_len", ctypes.c_uint32), ("in_len", ctypes.c_uint32),
+                ("out", ctypes.c_char * OUT_SIZE), ("in_", ctypes.c_char * IN_SIZE)]
+
+
+def _load_values() -> Any:
+    """The sibling ``values.py``, loaded by path like this file (no package is importable)."""
+    name = "_mixdbg_agent_values"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), "values.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+values = _load_values()
+#: The agent's own code files, whose frames are never shown (nor counted in K).
+_AGENT_FILES = frozenset({__file__, values.__file__})
+_native_trap = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("Py_GetCompiler", ctypes.pythonapi))
+#: The stop: called with a mailbox address, returns when the engine resumes the thread.
+#: Tests replace it by a Python callable that plays the engine.
+trap: Callable[[int], object] = _native_trap
+
+_shared = Shared(magic=MAGIC, version=VERSION)
+#: ``_shared.armed`` as the tracer reads it: a memoryview item is the cheapest read of memory.
+_armed = memoryview((ctypes.c_uint32 * 1).from_buffer(_shared, Shared.armed.offset)).cast("B").cast("I")
+
+# Configuration, replaced wholesale by the reader thread (never mutated in place).
+_breakpoints: dict[str, dict[int, list[dict[str, Any]]]] = {}  # real path -> line -> breakpoints
+_hits: dict[int, int] = {}  # breakpoint id -> hits counted so far
+_break_raised = False
+_break_uncaught = False
+_just_my_code = True
+_entry_pending = False
+
+# Per code file name (co_filename), filled lazily by the tracer.
+_real: dict[str, str] = {}  # co_filename -> real path
+_user: dict[str, bool] = {}  # co_filename -> user code (justMyCode)
+_tracers: dict[str, Any] = {}  # co_filename -> its frames' line tracer (None: no line events)
+_bp_lines: dict[str, dict[int, list[dict[str, Any]]]] = {}  # co_filename -> line -> breakpoints
+
+_AGENT_DIR = os.path.dirname(os.path.realpath(__file__))
+_MIXDBG_DIR = os.path.dirname(_AGENT_DIR)
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Directories whose files are never user code: the standard library and site-packages."""
+    paths = sysconfig.get_paths()
+    roots = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
+    roots += site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    roots.append(site.getusersitepackages())
+    return tuple(sorted({os.path.join(os.path.realpath(root), "") for root in roots}))
+
+
+_LIBRARY_ROOTS = _library_roots()
+
+
+def is_user_code(filename: str, just_my_code: bool = True) -> bool:
+    """Whether a code file is the user's: a real file, not mixdbg's own and, with justMyCode,
+    not under the standard library or site-packages."""
+    if filename.startswith("<") or not filename:
+        return False
+    real = os.path.realpath(filename)
+    if real.startswith(os.path.join(_MIXDBG_DIR, "")):
+        return False
+    return not just_my_code or not real.startswith(_LIBRARY_ROOTS)
+
+
+def _classify(filename: str) -> Any:
+    """Classify a code file seen for the first time; the line tracer of its frames."""
+    real = _real[filename] = os.path.realpath(filename) if not filename.startswith("<") else filename
+    user = _user[filename] = is_user_code(filename, _just_my_code)
+    table = _breakpoints.get(real)
+    if table is not None:
+        _bp_lines[filename] = table
+    tracer = _tracers[filename] = _tracer_for(filename, user)
+    return tracer
+
+
+def _tracer_for(filename: str, user: bool) -> Any:
+    if filename in _bp_lines:
+        return _trace_breakpoints
+    return _trace_steps if user else None
+
+
+# --- tracing -------------------------------------------------------------------------------
+
+def _trace_call(frame: FrameType, event: str, arg: Any) -> Any:
+    """The global trace function: a line tracer for user frames and files with breakpoints."""
+    tracer = _tracers.get(frame.f_code.co_filename, _classify)
+    if tracer is _classify:
+        tracer = _classify(frame.f_code.co_filename)
+    if _entry_pending and tracer is not None and frame.f_code.co_name == "<module>" and \
+            frame.f_globals.get("__name__") == "__main__":
+        return _trace_entry
+    return tracer
+
+
+def _trace_breakpoints(frame: FrameType, event: str, arg: Any) -> Any:
+    """The line tracer of files with breakpoints: breakpoints first, then armed steps."""
+    if event == "line":
+        lines = _bp_lines.get(frame.f_code.co_filename)
+        if lines is not None and frame.f_lineno in lines and _hit(frame, lines[frame.f_lineno]):
+            return _trace_breakpoints
+        if _armed[0]:
+            _step_line(frame)
+    else:
+        _other_event(frame, event, arg)
+    return _trace_breakpoints
+
+
+def _trace_steps(frame: FrameType, event: str, arg: Any) -> Any:
+    """The line tracer of user files without breakpoints: only armed steps."""
+    if event == "line":
+        if _armed[0]:
+            _step_line(frame)
+    else:
+        _other_event(frame, event, arg)
+    return _trace_steps
+
+
+def _other_event(frame: FrameType, event: str, arg: Any) -> None:
+    """return (a step may stop in the caller), exception (raised), opcode (after a return)."""
+    if event == "return":
+        if _armed[0]:
+            _step_return(frame)
+    elif event == "exception":
+        if _break_raised:
+            _raised(frame, arg)
+    elif event == "opcode":
+        _step_opcode(frame)
+
+
+def _trace_entry(frame: FrameType, event: str, arg: Any) -> Any:
+    """The main module's first line: the entry stop (stopOnEntry)."""
+    global _entry_pending
+    tracer = _tracers.get(frame.f_code.co_filename) or _trace_steps
+    if event == "line" and _entry_pending:
+        _entry_pending = False
+        frame.f_trace = tracer
+        _stop(frame, "entry", description="Paused on entry")
+        return tracer
+    return tracer(frame, event, arg)
+
+
+def depth_of(frame: FrameType | None) -> int:
+    """The number of Python frames from the thread's outermost frame to ``frame`` (outermost: 1)."""
+    depth = 0
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    return depth
+
+
+def _depth_at_most(frame: FrameType | None, limit: int) -> bool:
+    """``depth_of(frame) <= limit``, walking at most ``limit`` frames."""
+    for _ in range(limit):
+        if frame is None:
+            return True
+        frame = frame.f_back
+    return frame is None
+
+
+# --- steps (slots) -------------------------------------------------------------------------
+
+def _my_slot() -> Slot | None:
+    """The slot armed for the calling thread, if any."""
+    tid = threading.get_native_id()
+    slots: list[Slot] = list(_shared.slots)
+    for slot in slots:
+        if slot.mode and slot.tid == tid:
+            return slot
+    return None
+
+
+def _clear_slot(slot: Slot) -> None:
+    slot.tid = slot.mode = slot.depth = 0
+    if _shared.armed:
+        _shared.armed -= 1
+
+
+def _arm(mode: int, depth: int) -> None:
+    """Arm a step on the calling thread (the agent's own steps use the slots too)."""
+    for slot in _shared.slots:
+        if not slot.mode:
+            slot.tid, slot.mode, slot.depth = threading.get_native_id(), mode, depth
+            _shared.armed += 1
+            return
+
+
+def _step_line(frame: FrameType) -> None:
+    slot = _my_slot()
+    if slot is None:
+        return
+    limit = slot.depth - 1 if slot.mode == STEP_OUT else slot.depth
+    if slot.mode == STEP_IN or _depth_at_most(frame, limit):
+        _stop(frame, "step", description="Paused after step")
+
+
+def _step_return(frame: FrameType) -> None:
+    """A frame the step was waiting for returns: stop in its caller right after the call (as
+    debugpy does), through an opcode event in the caller, when the caller is traced."""
+    slot = _my_slot()
+    if slot is None or not (slot.mode == STEP_IN or _depth_at_most(frame, slot.depth)):
+        return
+    caller = frame.f_back
+    tracer = _tracers.get(caller.f_code.co_filename) if caller is not None else None
+    if caller is None or tracer is None:
+        return
+    if caller.f_trace is None:
+        caller.f_trace = tracer
+    if _MONITOR_RETURNS:
+        if not _watch_instructions(caller.f_code):
+            return
+    else:
+        caller.f_trace_opcodes = True
+    _thread().return_frame = caller
+
+
+def _watch_instructions(code: CodeType) -> bool:
+    """3.12: INSTRUCTION events for one code object, to :func:`_on_instruction`."""
+    global _monitor_tool
+    monitoring = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
+    if _monitor_tool is None:
+        free = [tool for tool in range(5, 1, -1) if monitoring.get_tool(tool) is None]
+        if not free:
+            return False
+        _monitor_tool = free[0]
+        monitoring.use_tool_id(_monitor_tool, "mixdbg")
+        monitoring.register_callback(_monitor_tool, monitoring.events.INSTRUCTION, _on_instruction)
+    monitoring.set_local_events(_monitor_tool, code, monitoring.events.INSTRUCTION)
+    return True
+
+
+def _on_instruction(code: CodeType, offset: int) -> None:
+    frame = sys._getframe(1)
+    state = _threads.get(threading.get_native_id())
+    if state is not None and state.return_frame is frame:
+        sys.monitoring.set_local_events(_monitor_tool, code, 0)  # type: ignore[attr-defined,unused-ignore]
+        _step_opcode(frame)
+
+
+_monitor_tool: int | None = None
+
+
+def _step_opcode(frame: FrameType) -> None:
+    """The first instruction of a caller after the return a step was waiting for."""
+    frame.f_trace_opcodes = False
+    state = _thread()
+    if state.return_frame is frame:
+        state.return_frame = None
+        if _my_slot() is not None:
+            _stop(frame, "step", description="Paused after step")
+
+
+# --- breakpoints ---------------------------------------------------------------------------
+
+_HIT_CONDITION = re.compile(r"^\s*(==|>=|<=|>|<|%)?\s*(\d+)\s*$")
+
+
+def hit_condition_met(hit_condition: str, hits: int) -> bool:
+    """VS Code's hitCondition as debugpy reads it: ``N`` is the Nth hit; ``>N``, ``>=N``,
+    ``<N``, ``<=N``, ``==N`` compare; ``%N`` is every Nth; anything else is a Python
+    expression in which ``@HIT@`` is the hit count."""
+    match = _HIT_CONDITION.match(hit_condition)
+    if match is None:
+        return bool(eval(hit_condition.replace("@HIT@", str(hits)), {}, {}))
+    operator, number = match.group(1) or "==", int(match.group(2))
+    if operator == "%":
+        return number != 0 and hits % number == 0
+    return {"==": hits == number, ">=": hits >= number, "<=": hits <= number,
+            ">": hits > number, "<": hits < number}[operator]
+
+
+def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
+    """Evaluate the breakpoints of a line; stop (or log) and say whether the line stopped."""
+    stopping: list[int] = []
+    for bp in breakpoints:
+        try:
+            if "condition" in bp and not eval(bp["code"], frame.f_globals, frame.f_locals):
+                continue
+            _hits[bp["id"]] = hits = _hits.get(bp["id"], 0) + 1
+            if "hitCondition" in bp and not hit_condition_met(bp["hitCondition"], hits):
+                continue
+        except Exception as err:  # the user's condition: reported, and the line stops
+            _send({"problem": f"breakpoint condition failed: {values.one_line(err)}", "breakpoint": bp["id"]})
+            stopping.append(bp["id"])
+            continue
+        if "logMessage" in bp:
+            _send({"output": values.interpolate(bp["logMessage"], frame) + "\n", "pid": os.getpid()})
+        else:
+            stopping.append(bp["id"])
+    if stopping:
+        _stop(frame, "breakpoint", breakpoints=stopping, description="Paused on breakpoint")
+    return bool(stopping)
+
+
+def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
+    """Replace every breakpoint; lines of files already running get traced from now on."""
+    global _breakpoints, _bp_lines
+    table: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for path, bps in files.items():
+        for bp in bps:
+            if "condition" in bp:
+                try:
+                    bp["code"] = compile(bp["condition"], "<condition>", "eval")
+                except SyntaxError as err:
+                    _send({"problem": f"breakpoint condition: {values.one_line(err)}", "breakpoint": bp["id"]})
+                    bp["code"] = compile("True", "<condition>", "eval")
+            table.setdefault(os.path.realpath(path), {}).setdefault(int(bp["line"]), []).append(bp)
+    _breakpoints = table
+    known = list(_real.items())
+    _bp_lines = {name: table[real] for name, real in known if real in table}
+    for name, _real_path in known:
+        _tracers[name] = _tracer_for(name, _user.get(name, False))
+    for top in list(sys._current_frames().values()):
+        frame: FrameType | None = top
+        while frame is not None:
+            if frame.f_code.co_filename in _bp_lines and frame.f_trace in (None, _trace_steps):
+                frame.f_trace = _trace_breakpoints
+            frame = frame.f_back
+
+
+# --- exceptions ----------------------------------------------------------------------------
+
+def _exception_info(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> dict[str, str]:
+    text = "".join(traceback.format_exception(kind, exc, tb))
+    return {"type": kind.__qualname__, "message": str(exc), "text": text[-(64 << 10):]}
+
+
+def _raised(frame: FrameType, arg: tuple[type[BaseException], BaseException, TracebackType]) -> None:
+    """A raised exception seen in a traced frame: stop once per exception object."""
+    kind, exc, tb = arg
+    state = _thread()
+    if issubclass(kind, _QUIET_EXCEPTIONS) or state.reported is exc:
+        return
+    state.reported = exc  # a strong reference: an id could be reused by the next exception
+    info = _exception_info(kind, exc, tb)
+    _stop(frame, "exception", description=f"{info['type']}: {info['message']}", exception=info)
+
+
+def _post_mortem(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """An uncaught exception (from an exception hook): stop with the traceback's frames."""
+    if not _break_uncaught or _channel is None:
+        return
+    info = _exception_info(kind, exc, tb)
+    frames: list[FrameType] = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename not in _AGENT_FILES:
+            frames.insert(0, tb.tb_frame)
+        tb = tb.tb_next
+    previous = sys.gettrace()
+    sys.settrace(None)  # evaluation at this stop must not stop again
+    try:
+        _stop(None, "exception", description=f"{info['type']}: {info['message']}", exception=info,
+              frames=frames)
+    finally:
+        sys.settrace(previous)
+
+
+def _excepthook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    _post_mortem(kind, exc, tb)
+    _original_excepthook(kind, exc, tb)
+
+
+def _threading_excepthook(args: Any) -> None:
+    if args.exc_type is not SystemExit and args.exc_value is not None:
+        _post_mortem(args.exc_type, args.exc_value, args.exc_traceback)
+    _original_threading_excepthook(args)
+
+
+_original_excepthook = sys.excepthook
+_original_threading_excepthook = threading.excepthook
+
+
+# --- stops ---------------------------------------------------------------------------------
+
+class _ThreadState:
+    """What the agent keeps per thread: its mailbox and step/exception bookkeeping."""
+
+    __slots__ = ("mailbox", "reported", "return_frame")
+
+    def __init__(self) -> None:
+        self.mailbox: Mailbox | None = None
+        self.reported: BaseException | None = None
+        self.return_frame: FrameType | None = None
+
+
+_threads: dict[int, _ThreadState] = {}
+
+
+def _thread() -> _ThreadState:
+    tid = threading.get_native_id()
+    state = _threads.get(tid)
+    if state is None:
+        state = _threads[tid] = _ThreadState()
+    return state
+
+
+def _mailbox(state: _ThreadState) -> Mailbox:
+    if state.mailbox is None:
+        state.mailbox = Mailbox(magic=MAGIC, shared=ctypes.addressof(_shared), tid=threading.get_native_id())
+    return state.mailbox
+
+
+def _user_frames(frame: FrameType | None) -> list[FrameType]:
+    """The thread's Python frames from ``frame`` outward, the agent's own left out (index K)."""
+    frames = []
+    while frame is not None:
+        if frame.f_code.co_filename not in _AGENT_FILES:
+            frames.append(frame)
+        frame = frame.f_back
+    return frames
+
+
+def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None = None,
+          description: str = "", exception: dict[str, str] | None = None,
+          frames: list[FrameType] | None = None) -> None:
+    """Stop the calling thread: trap until the engine resumes it, serving its requests."""
+    state = _thread()
+    slot = _my_slot()
+    if slot is not None:
+        _clear_slot(slot)
+    state.return_frame = None
+    depth = depth_of(frame)
+    message: dict[str, Any] = {"event": "stopped", "reason": reason, "breakpoints": breakpoints or [],
+                               "depth": depth, "description": description}
+    if exception is not None:
+        message["exception"] = exception
+    if frames is not None:
+        message["frames"] = [values.frame_record(f) for f in frames]
+    session = values.StopSession(frames if frames is not None else _user_frames(frame))
+    mailbox = _mailbox(state)
+    while True:
+        command = _trap(mailbox, message)
+        name = command.get("command", "continue") if command is not None else "continue"
+        if name in ("continue", "next", "stepIn", "stepOut"):
+            break
+        message = session.handle(command)
+    if name == "next" and frame is not None:
+        _arm(STEP_TO_DEPTH, depth)
+    elif name == "stepIn" and frame is not None:
+        _arm(STEP_IN, 0)
+    elif name == "stepOut" and frame is not None:
+        _arm(STEP_OUT, depth)
+
+
+def _trap(mailbox: Mailbox, message: dict[str, Any]) -> dict[str, Any] | None:
+    """Write ``message`` to ``out``, call the trap, read ``in`` (None: the engine let go)."""
+    data = json.dumps(message).encode()
+    if len(data) > OUT_SIZE:
+        data = json.dumps({"event": "reply", "id": message.get("id"), "error": "reply larger than 1 MiB"}).encode()
+    ctypes.memmove(ctypes.addressof(mailbox) + Mailbox.out.offset, data, len(data))
+    mailbox.out_len = len(data)
+    mailbox.in_len = 0
+    trap(ctypes.addressof(mailbox))
+    size = min(mailbox.in_len, IN_SIZE)
+    if size == 0:
+        return None
+    raw = ctypes.string_at(ctypes.addressof(mailbox) + Mailbox.in_.offset, size)
+    mailbox.in_len = 0
+    try:
+        command: dict[str, Any] = json.loads(raw)
+    except ValueError:
+        return None
+    return command
+
+
+# --- the config channel --------------------------------------------------------------------
+
+_channel: socket.socket | None = None
+_socket_path = ""
+_send_lock = threading.Lock()
+
+
+def _send(message: dict[str, Any]) -> None:
+    """One line of JSON to the engine; dropped if the engine is gone (the program runs on)."""
+    channel = _channel
+    if channel is None:
+        return
+    with _send_lock:
+        try:
+            channel.sendall(json.dumps(message).encode() + b"\n")
+        except OSError:
+            pass  # the engine is gone: nobody is left to tell
+
+
+def _apply(message: dict[str, Any]) -> None:
+    """Apply one configuration message."""
+    global _break_raised, _break_uncaught, _just_my_code, _entry_pending
+    if "breakpoints" in message:
+        _set_breakpoints(message["breakpoints"])
+    if "exceptions" in message:
+        _break_raised = bool(message["exceptions"].get("raised"))
+        _break_uncaught = bool(message["exceptions"].get("uncaught"))
+    if "justMyCode" in message and bool(message["justMyCode"]) != _just_my_code:
+        _just_my_code = bool(message["justMyCode"])
+        _forget_files()
+    if "stopOnEntry" in message:
+        _entry_pending = bool(message["stopOnEntry"])
+
+
+def _forget_files() -> None:
+    """Classify every file again (justMyCode changed)."""
+    for table in (_tracers, _user, _bp_lines, _real):
+        table.clear()
+
+
+def _connect(path: str) -> tuple[socket.socket, BinaryIO]:
+    """Connect to the engine and say hello."""
+    global _channel
+    channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        channel.connect(path)
+    except OSError:
+        channel.close()
+        raise
+    _channel = channel
+    _send({"hello": os.getpid(), "shared": ctypes.addressof(_shared), "python": platform.python_version()})
+    return channel, channel.makefile("rb")
+
+
+def _configure_until_go(reader: BinaryIO) -> bool:
+    """Apply configuration messages until ``go`` (True) or the end of the stream (False)."""
+    for line in reader:
+        try:
+            message = json.loads(line)
+            if message.get("go"):
+                return True
+            _apply(message)
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            _send({"problem": f"bad configuration message: {values.one_line(err)}"})
+    return False
+
+
+def _read_messages(reader: BinaryIO) -> None:
+    """The reader thread: apply configuration until the engine closes the socket (a ``go``
+    here, e.g. to a fork child, changes nothing)."""
+    sys.settrace(None)
+    try:
+        while _configure_until_go(reader):
+            pass
+    except OSError:
+        return  # the engine is gone; the program runs on with what it was told
+
+
+def _start_reader(reader: BinaryIO) -> None:
+    threading.Thread(target=_read_messages, args=(reader,), name="mixdbg-agent", daemon=True).start()
+
+
+def start(socket_path: str) -> None:
+    """Connect to the engine, apply its configuration until ``{"go": true}``, then trace.
+
+    Raises AgentError when the engine cannot be reached or closes the socket before ``go``:
+    the program must never run undebugged."""
+    global _socket_path
+    try:
+        _, reader = _connect(socket_path)
+    except OSError as err:
+        raise AgentError(f"cannot reach the debugger at {socket_path}: {err.strerror or err}") from err
+    _socket_path = socket_path
+    try:
+        started = _configure_until_go(reader)
+    except OSError as err:
+        raise AgentError(f"lost the debugger before the program started: {err.strerror or err}") from err
+    if not started:
+        raise AgentError("the debugger went away before the program started")
+    _start_reader(reader)
+    sys.excepthook = _excepthook
+    threading.excepthook = _threading_excepthook
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+    threading.settrace(_trace_call)
+    sys.settrace(_trace_call)
+
+
+def _after_fork_in_child() -> None:
+    """A fork child: no slot or mailbox of the parent is ours; reconnect as a new process."""
+    global _send_lock, _channel
+    for slot in _shared.slots:
+        slot.tid = slot.mode = slot.depth = 0
+    _shared.armed = 0
+    _threads.clear()
+    _send_lock = threading.Lock()
+    _channel = None
+    try:
+        _, reader = _connect(_socket_path)
+    except OSError:
+        return  # the debugger is gone: the child runs on, its stops resume at once
+    _start_reader(reader)

@@ -1,0 +1,118 @@
+"""``mixdbg dap`` driven as an editor drives it (issue 14): native source breakpoints that
+bind when their library loads, native steps and locals, Python and native stops in one
+run with evaluation at each, bad input. Every message is checked against the schema."""
+
+from __future__ import annotations
+
+import pytest
+
+from .client import DapClient, RequestFailed
+from .natives import NativeModule, NativeSet
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def top(dap: DapClient, thread: int) -> dict:
+    """The innermost frame of a stopped thread."""
+    return dap.stack(thread)[0]
+
+
+def test_capi_source_breakpoint_binds_on_import_then_next_locals_and_step_out(dap: DapClient,
+                                                                               natives: NativeSet) -> None:
+    # Given a breakpoint in the C extension's native_step, set before the module is imported
+    capi = natives.capi
+    step_line = capi.line("step")
+    startup = dap.launch({"program": str(natives.script("capi_main.py")), "cwd": str(natives.directory),
+                          "console": "internalConsole", "env": natives.env({})},
+                         breakpoints={capi.source: [step_line]})
+    # Then it is unverified until the import, and verified (a breakpoint event) after it
+    assert startup.breakpoints[str(capi.source)][0]["verified"] is False
+    bound = dap.wait_event("breakpoint", lambda e: e["body"]["breakpoint"].get("verified") is True)
+    assert bound["body"]["breakpoint"]["line"] == step_line
+    stop = dap.wait_stopped()
+    assert stop["reason"] == "breakpoint"
+    thread = stop["threadId"]
+    frames = dap.stack(thread)
+    assert (frames[0]["name"], frames[0]["line"]) == ("native_step", step_line)
+    assert frames[0]["source"]["path"] == str(capi.source)
+    # ... the Python caller sits below the native loop, with its file and line
+    python = [f for f in frames if f.get("source", {}).get("path") == str(natives.script("capi_main.py"))]
+    assert python[0]["name"] == "main" and python[0]["line"] == natives.line("capi_main.py", "call")
+    # When stepping over one line: the next line, with locals and values
+    dap.request("next", threadId=thread)
+    assert dap.wait_stopped()["reason"] == "step"
+    here = top(dap, thread)
+    assert here["line"] == step_line + 1
+    local = dap.frame_variables(here["id"], "Locals")
+    assert local["i"]["value"] == "0" and local["doubled"]["value"] == "0"
+    assert dap.evaluate("i + 40", here["id"])["result"] == "40"
+    # When stepping out: in the native caller, native_loop
+    dap.request("stepOut", threadId=thread)
+    dap.wait_stopped()
+    assert top(dap, thread)["name"] == "native_loop"
+    # Then continue (breakpoint removed) runs to the end with the program's own output
+    dap.request("setBreakpoints", source={"path": str(capi.source)}, breakpoints=[])
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
+    dap.wait_event("terminated")
+    assert "capi total 6 called 7" in dap.output("stdout")
+
+
+def test_python_and_native_stops_in_one_run_evaluate_each(dap: DapClient, natives: NativeSet,
+                                                         capi_module: NativeModule) -> None:
+    # Given a Python line breakpoint and a native function breakpoint
+    script = natives.script("mixed_main.py")
+    python_line = natives.line("mixed_main.py", "python_stop")
+    dap.launch({"program": str(script), "cwd": str(natives.directory), "console": "internalConsole",
+                "env": natives.env({})}, breakpoints={script: [python_line]}, function_breakpoints=["native_step"])
+    # Then the Python stop comes first, at its line, and evaluates Python
+    stop = dap.wait_stopped()
+    thread = stop["threadId"]
+    frame = top(dap, thread)
+    assert (frame["name"], frame["line"], frame["source"]["path"]) == ("main", python_line, str(script))
+    assert dap.evaluate("value * 2", frame["id"])["result"] == "82"
+    assert dap.frame_variables(frame["id"], "Locals")["value"]["value"] == "41"
+    # ... then the native stop, evaluating C, with the Python caller below it
+    dap.request("continue", threadId=thread)
+    stop = dap.wait_stopped()
+    assert stop["reason"] == "function breakpoint"
+    frames = dap.stack(stop["threadId"])
+    assert frames[0]["name"] == "native_step"
+    assert dap.evaluate("i * 10 + 1", frames[0]["id"])["result"] == "1"
+    main = next(f for f in frames if f["name"] == "main")
+    assert main["line"] == natives.line("mixed_main.py", "native_call")
+    dap.request("setFunctionBreakpoints", breakpoints=[])
+    dap.request("continue", threadId=stop["threadId"])
+    assert dap.wait_exited() == 0
+    assert "mixed value 42" in dap.output("stdout")
+
+
+@pytest.mark.parametrize("config, message", [
+    ({}, "'program'"),
+    ({"program": "/nonexistent/script.py"}, "not found"),
+    ({"program": "x.py", "follow": "sometimes"}, "follow"),
+])
+def test_bad_launch_is_one_line_error(dap: DapClient, config: dict, message: str) -> None:
+    dap.initialize()
+    with pytest.raises(RequestFailed) as failed:
+        dap.launch(config)
+    text = str(failed.value)
+    assert message in text
+    assert "\n" not in failed.value.response["message"]
+
+
+def test_unknown_operator_and_bad_condition_are_errors_and_the_program_is_not_held(
+        dap: DapClient, natives: NativeSet, capi_module: NativeModule) -> None:
+    script = natives.script("mixed_main.py")
+    dap.initialize()
+    seq = dap.send_request("launch", {"program": str(script), "cwd": str(natives.directory),
+                                      "console": "internalConsole", "env": natives.env({})})
+    dap.wait_event("initialized")
+    bad_op = dap.request_raw("setFunctionBreakpoints", breakpoints=[{"name": "op:aten::no_such_op"}])
+    assert not bad_op["success"] and "no_such_op" in bad_op["message"]
+    bad_condition = dap.request_raw("setBreakpoints", source={"path": str(script)},
+                                    breakpoints=[{"line": 7, "condition": "value =="}])
+    assert not bad_condition["success"] and "condition" in bad_condition["message"]
+    dap.request("configurationDone")
+    assert dap.wait_response(seq)["success"]
+    assert dap.wait_exited() == 0  # nothing was set: the program ran to its end, debugged

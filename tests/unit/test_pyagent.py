@@ -1,0 +1,166 @@
+"""The Python agent's pure parts, in this process: the memory layout of the contract, hit
+conditions, justMyCode, and variables/evaluation (tests/integration/test_pyagent.py runs the
+agent in real debuggees)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mixdbg.pyagent import agent, values
+
+
+def test_layout_is_the_contracts() -> None:
+    assert agent.MAGIC.to_bytes(8, "little") == b"MMXDBGAG"
+    assert [(name, getattr(agent.Shared, name).offset) for name in ("magic", "version", "armed", "slots")] == [
+        ("magic", 0), ("version", 8), ("armed", 12), ("slots", 16)]
+    assert ctypes.sizeof(agent.Slot) == 16 and agent.Slot.mode.offset == 8 and agent.Slot.depth.offset == 12
+    assert ctypes.sizeof(agent.Shared) == 16 + 16 * 16
+    offsets = [getattr(agent.Mailbox, name).offset for name in ("magic", "shared", "tid", "out_len", "in_len",
+                                                                "out", "in_")]
+    assert offsets == [0, 8, 16, 24, 28, 32, 32 + (1 << 20)]
+    assert ctypes.sizeof(agent.Mailbox) == 32 + (1 << 20) + (64 << 10)
+
+
+@pytest.mark.parametrize(("condition", "stops_at"), [
+    ("3", [3]), ("==3", [3]), (" >= 4 ", [4, 5, 6]), (">5", [6]), ("<3", [1, 2]), ("<=1", [1]),
+    ("%2", [2, 4, 6]), ("@HIT@ in (1, 5)", [1, 5]),
+])
+def test_hit_conditions_as_debugpy_reads_them(condition: str, stops_at: list[int]) -> None:
+    assert [hits for hits in range(1, 7) if agent.hit_condition_met(condition, hits)] == stops_at
+
+
+def test_just_my_code(tmp_path: Path) -> None:
+    mine = str(tmp_path / "mine.py")
+    assert agent.is_user_code(mine)
+    assert not agent.is_user_code(os.__file__)  # the standard library
+    assert not agent.is_user_code(pytest.__file__)  # site-packages
+    assert not agent.is_user_code(agent.__file__) and not agent.is_user_code(str(Path(agent.__file__).parents[1] / "cli.py"))
+    assert not agent.is_user_code("<frozen runpy>") and not agent.is_user_code("<string>")
+    # justMyCode false: any real file but mixdbg's own
+    assert agent.is_user_code(os.__file__, just_my_code=False)
+    assert not agent.is_user_code(agent.__file__, just_my_code=False)
+    assert not agent.is_user_code("<string>", just_my_code=False)
+
+
+def test_depth_counts_every_frame() -> None:
+    frame = sys._getframe()
+    depth = agent.depth_of(frame)
+    assert depth == agent.depth_of(frame.f_back) + 1 >= 2
+    assert agent._depth_at_most(frame, depth) and not agent._depth_at_most(frame, depth - 1)
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self) -> None:
+        self.a = 1
+
+
+class Plain:
+    def __init__(self) -> None:
+        self.x = [1, 2]
+
+
+def _children(value: object) -> dict[str, Any]:
+    return {name: item for name, item in values.children_of(value)}
+
+
+def test_children_of_containers_and_objects() -> None:
+    assert _children([10, 20]) == {"0": 10, "1": 20, "len()": 2}
+    assert _children((5,)) == {"0": 5, "len()": 1}
+    assert _children({"k": 1}) == {"'k'": 1, "len()": 1}
+    assert _children({7}) == {"0": 7, "len()": 1}
+    assert _children(Plain()) == {"x": [1, 2]}
+    assert _children(Slotted()) == {"a": 1}  # b is unset
+    assert _children(3) == {} and _children("text") == {}
+    assert len(values.children_of(list(range(5000)))) == values.MAX_CHILDREN + 1
+
+
+def test_repr_is_bounded_and_never_raises() -> None:
+    class Bad:
+        def __repr__(self) -> str:
+            raise RuntimeError("no\nway")
+
+    assert len(values.safe_repr("x" * 5000)) == values.MAX_REPR
+    assert values.safe_repr(Bad()) == "<repr failed: RuntimeError: no>"
+
+
+class _Flat(list):  # type: ignore[type-arg]
+    """What ``tensor.detach().reshape(-1)[:16]`` is enough like for the agent."""
+
+    def __getitem__(self, index: Any) -> Any:
+        return _Flat(super().__getitem__(index)) if isinstance(index, slice) else super().__getitem__(index)
+
+    def tolist(self) -> list[float]:
+        return list(self)
+
+
+class FakeTensor:
+    dtype, shape, device = "torch.float32", (2, 20), "cpu"
+
+    def detach(self) -> FakeTensor:
+        return self
+
+    def reshape(self, *shape: int) -> _Flat:
+        return _Flat(float(index) for index in range(40))
+
+
+def test_tensor_children_only_when_the_program_imported_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    tensor = FakeTensor()
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert values.children_of(tensor) == []  # no torch module: an ordinary object
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor))
+    assert _children(tensor) == {"dtype": "torch.float32", "shape": (2, 20), "device": "cpu",
+                                 "values": [float(index) for index in range(16)]}
+
+
+def _frame_with_local() -> tuple[types.FrameType, int]:
+    x = 1
+    frame = sys._getframe()
+    assert values.evaluate_in(frame, "x = 42", statements=True) == (False, None)
+    return frame, x
+
+
+def test_statements_change_locals() -> None:
+    _, x = _frame_with_local()
+    assert x == 42
+
+
+def test_stop_session_requests() -> None:
+    numbers = [1, 2, 3]  # noqa: F841 (read through the frame)
+    session = values.StopSession([sys._getframe()])
+    reply = session.handle({"command": "variables", "id": 1, "frame": 0})
+    assert reply["id"] == 1
+    (var,) = [var for var in reply["body"]["variables"] if var["name"] == "numbers"]
+    assert var["value"] == "[1, 2, 3]" and var["type"] == "list" and var["ref"] > 0
+    kids = session.handle({"command": "children", "id": 2, "ref": var["ref"]})["body"]["variables"]
+    assert [(kid["name"], kid["value"]) for kid in kids] == [("0", "1"), ("1", "2"), ("2", "3"), ("len()", "3")]
+    assert session.handle({"command": "evaluate", "id": 3, "frame": 0, "expression": "numbers[1] * 10",
+                           "context": "watch"})["body"] == {"result": "20", "type": "int", "ref": 0}
+    globals_reply = session.handle({"command": "variables", "id": 4, "frame": 0, "scope": "globals"})
+    assert "Plain" in {var["name"] for var in globals_reply["body"]["variables"]}
+    errors = [session.handle(command)["error"] for command in (
+        {"command": "evaluate", "id": 5, "frame": 0, "expression": "nope", "context": "watch"},
+        {"command": "evaluate", "id": 6, "frame": 0, "expression": "x = 1", "context": "hover"},
+        {"command": "children", "id": 7, "ref": 99},
+        {"command": "variables", "id": 8, "frame": 5},
+        {"command": "teleport", "id": 9})]
+    assert errors[0] == "NameError: name 'nope' is not defined"
+    assert errors[1].startswith("SyntaxError")
+    assert errors[2] == "KeyError: 'no variable reference 99 at this stop'"
+    assert errors[3] == "IndexError: no Python frame 5 at this stop"
+    assert errors[4] == "ValueError: unknown command 'teleport'"
+
+
+def test_logpoint_interpolation() -> None:
+    n = 3  # noqa: F841 (read through the frame)
+    frame = sys._getframe()
+    assert values.interpolate("n={n} sq={n * n} bad={missing}", frame) == (
+        "n=3 sq=9 bad=<NameError: name 'missing' is not defined>")
