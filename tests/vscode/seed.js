@@ -12,8 +12,12 @@ main(async (wb, args, steps) => {
   await wb.focusEditor();
   wb.log('F5');
   await wb.page.keyboard.press('F5');
-  steps.stack = await wb.waitForTop(/at::native::randn/);
+  steps.shown = await wb.waitForStack(/<module> testdebug\.py/);
   steps.top = (await wb.topFrame()).text;
+  await wb.shot('stopped');
+  // Frames the adapter marks subtle are folded; unfold them, as a person would to see them all.
+  await wb.showAllFrames();
+  steps.stack = await wb.fullCallStack();
   // VS Code focuses the first frame with a source; torch has none, so select randn's frame as a person would.
   await wb.selectFrame(/at::native::randn/);
   steps.size = await wb.waitForVariable(/^size\b/);

@@ -122,20 +122,20 @@ def code_server(vscode_real: Path, tmp_path: Path, request: pytest.FixtureReques
         _end(server)
 
 
-def drive(server: CodeServer, script: str, folder: Path, timeout: float, **arguments: Any) -> dict[str, Any]:
+def drive(server: CodeServer, driver: str, folder: Path, timeout: float, **arguments: Any) -> dict[str, Any]:
     """Run a driver script of this folder against ``server`` with ``folder`` open; the steps it saw.
 
     The driver's log goes to stderr (shown by pytest on failure); its last stdout line is JSON.
     """
     payload = {"R": str(R), "url": server.url, "folder": str(folder), "shots": str(server.shots), **arguments}
-    done = subprocess.run(["node", str(HERE / script), json.dumps(payload)], capture_output=True, text=True,
+    done = subprocess.run(["node", str(HERE / driver), json.dumps(payload)], capture_output=True, text=True,
                           timeout=timeout, check=False, cwd=HERE)
     sys.stderr.write(done.stderr)
     print(f"screenshots: {server.shots}")
     lines = done.stdout.strip().splitlines()
-    assert lines, f"{script} printed nothing (exit code {done.returncode})"
+    assert lines, f"{driver} printed nothing (exit code {done.returncode})"
     result: dict[str, Any] = json.loads(lines[-1])
-    assert result["ok"], f"{script}: {result.get('error')}; steps: {json.dumps(result['steps'], indent=1)}"
+    assert result["ok"], f"{driver}: {result.get('error')}; steps: {json.dumps(result['steps'], indent=1)}"
     steps: dict[str, Any] = result["steps"]
     return steps
 

@@ -122,9 +122,37 @@ async function openWorkbench({ R, url, folder, shots }) {
         }
       }
     },
-    /** Selects the CALL STACK frame row whose text matches `pattern` (as a click does). */
+    /** Clicks the "Show N More Stack Frames" rows (VS Code folds subtle frames behind them)
+     * until none is left or `limit` were clicked; returns the rows afterwards. */
+    async showAllFrames(limit = 5) {
+      for (let i = 0; i < limit; i += 1) {
+        const more = page.locator('.debug-call-stack .monaco-list-row', { hasText: /^Show \d+ More/ }).first();
+        if (!(await more.count())) break;
+        await more.click();
+        await page.waitForTimeout(800);
+      }
+      return wb.callStack();
+    },
+    /** Every CALL STACK row in order, scrolling through the list (it renders only what is in view). */
+    async fullCallStack() {
+      const seen = new Map();
+      await scrollCallStack(-100000);
+      for (let unchanged = 0; unchanged < 2;) {
+        const before = seen.size;
+        for (const [index, text] of await indexedRows(page)) seen.set(index, text);
+        unchanged = seen.size === before ? unchanged + 1 : 0;
+        await scrollCallStack(300);
+      }
+      await scrollCallStack(-100000);
+      return [...seen.entries()].sort((a, b) => a[0] - b[0]).map(([, text]) => text);
+    },
+    /** Selects the CALL STACK frame row whose text matches `pattern` (as a click does),
+     * scrolling the list down from the top until that row is rendered. */
     async selectFrame(pattern) {
-      await page.locator('.debug-call-stack .monaco-list-row', { hasText: pattern }).first().click();
+      await scrollCallStack(-100000);
+      const row = page.locator('.debug-call-stack .monaco-list-row', { hasText: pattern }).first();
+      for (let i = 0; i < 40 && !(await row.count()); i += 1) await scrollCallStack(200);
+      await row.click();
       await page.waitForTimeout(800);
     },
     /** Waits for a VARIABLES row matching `pattern`, expanding collapsed scopes on the way. */
@@ -196,6 +224,13 @@ async function openWorkbench({ R, url, folder, shots }) {
       return limit;
     },
   };
+  /** Turns the mouse wheel over CALL STACK by `dy` pixels. */
+  async function scrollCallStack(dy) {
+    const box = await page.locator('.debug-call-stack').first().boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + Math.min(box.height / 2, 40));
+    await page.mouse.wheel(0, dy);
+    await page.waitForTimeout(150);
+  }
   await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`);
   await page.waitForSelector('.monaco-workbench', { timeout: 90000 });
   await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 90000 });
@@ -209,6 +244,12 @@ const FRAME_GLYPH = '.codicon-debug-stackframe-focused, .codicon-debug-stackfram
 
 function squash(text) {
   return text.replace(/\s+/g, ' ').trim();
+}
+
+/** The rendered CALL STACK rows as [list index, text] pairs. */
+async function indexedRows(page) {
+  return page.locator('.debug-call-stack .monaco-list-row').evaluateAll((all) =>
+    all.map((r) => [Number(r.getAttribute('data-index')), r.innerText.replace(/\s+/g, ' ').trim()]));
 }
 
 async function rows(page, selector) {
