@@ -35,7 +35,8 @@ main(async (wb, args, steps) => {
   steps.out1 = await wb.debugKey('Shift+F11', at('call_add', cpp, args.lines.call));
   steps.out1Top = (await wb.topFrame()).text;
   await wb.shot('stepped-out-to-native-caller');
-  steps.out2 = await wb.debugKey('Shift+F11', at('<module>', script, args.lines.pycall));
+  // Where it lands in Python is checked by the test (any line of the script ends the wait).
+  steps.out2 = await wb.debugKey('Shift+F11', at('<module>', script, '\\d+'));
   steps.out2Top = (await wb.topFrame()).text;
   steps.out2Editor = await wb.editorPosition();
   await wb.shot('stepped-out-to-python-caller');
