@@ -31,7 +31,8 @@ def test_seed_run_f5_on_testdebug_with_a_function_breakpoint(code_server: CodeSe
         pytest.skip("the repository has a .vscode/launch.json: F5 would use it")
     line = randn_line()
     # When F5 is pressed on examples/testdebug.py
-    steps = drive(code_server, "seed.js", REPO, timeout=540, script="examples/testdebug.py")
+    steps = drive(code_server, "function_breakpoint.js", REPO, timeout=540, script="examples/testdebug.py",
+                  breakpoint="at::native::randn", frame="at::native::randn", variable=r"^size\b")
     # Then CALL STACK has randn and, below it, <module> testdebug.py:3
     assert steps["breakpoints"][-1].endswith("at::native::randn")
     frames = steps["stack"]
@@ -40,7 +41,7 @@ def test_seed_run_f5_on_testdebug_with_a_function_breakpoint(code_server: CodeSe
     # ...the editor shows testdebug.py at that line when the frame is clicked
     assert steps["moduleFrame"] == {"tab": "testdebug.py", "line": line}
     # ...VARIABLES shows randn's size
-    assert re.match(r"size\b.*2.*3", steps["size"]), steps["variables"]
+    assert re.match(r"size\b.*2.*3", steps["variable"]), steps["variables"]
     # ...and randn is the top row as the stop first shows it (not folded behind "Show N More")
     assert "at::native::randn" in steps["top"], f"the stop frame is folded: {steps['shown']}"
 
@@ -48,6 +49,23 @@ def test_seed_run_f5_on_testdebug_with_a_function_breakpoint(code_server: CodeSe
 def randn_line() -> int:
     """The line of examples/testdebug.py that calls torch.randn (3 in the README)."""
     return next(n for n, text in enumerate(TESTDEBUG.read_text().splitlines(), 1) if "torch.randn(" in text)
+
+
+@pytest.mark.timeout(600)
+def test_operator_breakpoint_typed_as_op_aten_add(code_server: CodeServer, torch_installed: None,
+                                                  tmp_path: Path) -> None:
+    # Given a script that adds two tensors, and the function breakpoint typed as op:aten::add
+    shutil.copy(HERE / "operator_add.py", tmp_path)
+    line = marker_line(tmp_path / "operator_add.py", "add")
+    # When F5 is pressed on it
+    steps = drive(code_server, "function_breakpoint.js", tmp_path, timeout=540, script="operator_add.py",
+                  breakpoint="op:aten::add", frame="add", variable=r"^(self|other)\b")
+    # Then the name reached mixdbg dap as typed (it stopped in an add kernel, with its tensor
+    # arguments), called from the script's line
+    assert steps["breakpoints"][-1].endswith("op:aten::add")
+    assert "PAUSED ON FUNCTION BREAKPOINT" in steps["shown"][0], steps["shown"]
+    assert steps["moduleFrame"] == {"tab": "operator_add.py", "line": line}
+    assert steps["variable"].startswith(("self", "other")), steps["variables"]
 
 
 @pytest.fixture
