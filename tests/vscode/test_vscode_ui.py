@@ -108,3 +108,23 @@ def test_pybind11_gutter_breakpoint_step_over_evaluate_step_out(code_server: Cod
     assert re.search(rf"call_add.*mixdbg_pyb\.cpp {lines['call']}:", steps["out1Top"])
     assert re.search(rf"<module> use_pyb\.py {lines['pycall']}:", steps["out2Top"])
     assert steps["out2Editor"] == {"tab": "use_pyb.py", "line": lines["pycall"]}
+
+
+@pytest.mark.timeout(300)
+def test_check_this_machine_and_the_pip_install_message(code_server: CodeServer, tmp_path: Path) -> None:
+    # An interpreter that cannot import mixdbg: this one without site-packages or PYTHONPATH
+    bare = tmp_path / "bare-python"
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n')
+    bare.chmod(0o755)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "hello.py").write_text("print('hello')\n")
+    steps = drive(code_server, "messages.js", workspace, timeout=240, script="hello.py",
+                  settings=str(code_server.settings), python=str(bare))
+    # "mixdbg: Check this machine" shows mixdbg doctor's checks
+    assert f"$ {sys.executable} -m mixdbg doctor (interpreter from setting mixdbg.python)" in steps["doctor"]
+    assert re.search(r"\bgdb: ", steps["doctor"]) and re.search(r"\bptrace: ", steps["doctor"]), steps["doctor"]
+    # F5 with an interpreter without mixdbg: one message with the exact command, no session
+    assert f"mixdbg is not installed in {bare} (from setting mixdbg.python). Install it: {bare} -m pip install mixdbg" \
+        in steps["missing"]
+    assert not steps["sessionStarted"]

@@ -34,9 +34,10 @@ SERVER_START_TIMEOUT = 90
 
 @dataclass(frozen=True)
 class CodeServer:
-    """A running code-server: its URL and the folder for this test's output."""
+    """A running code-server: its URL, its user settings file and the folder for this test's output."""
 
     url: str
+    settings: Path
     shots: Path
 
 
@@ -117,7 +118,7 @@ def code_server(vscode_real: Path, tmp_path: Path, request: pytest.FixtureReques
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(url, server, log)
         shots = Path(os.environ.get("MIXDBG_VSCODE_SHOTS") or tmp_path / "shots") / request.node.name
-        yield CodeServer(url, shots)
+        yield CodeServer(url, user / "User" / "settings.json", shots)
     finally:
         _end(server)
 
