@@ -155,3 +155,21 @@ def test_install_extension_errors_are_one_line_with_an_exit_code(tmp_path: Path)
     assert run_install(str(empty), "--dry-run").returncode == 64
     assert subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--editor", "code", "--workspace", str(tmp_path)],
                           capture_output=True, text=True, timeout=60, check=False).returncode == 64
+
+
+def test_under_remote_ssh_code_is_vscodes_remote_cli(tmp_path: Path) -> None:
+    """In a Remote-SSH terminal, `code` on PATH is the remote CLI ($VSCODE_IPC_HOOK_CLI set): it
+    installs on the remote side, and setup says so."""
+    bin_dir = tmp_path / "remote-cli"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    fake = bin_dir / "code"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin", "VSCODE_IPC_HOOK_CLI": str(tmp_path / "vscode-ipc.sock")}
+    done = subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--install-extension"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "VS Code's remote CLI: installs on this machine's VS Code server" in done.stdout
+    assert calls.read_text().splitlines() == ["--list-extensions --show-versions",
+                                              f"--install-extension {SHIPPED} --force"]
