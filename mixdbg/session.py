@@ -26,7 +26,7 @@ from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
 from mixdbg.engine import agents
 from mixdbg.engine.inspect import Inspector, StopPoint
-from mixdbg.engine.stepping import Stepper
+from mixdbg.engine.stepping import SKIPPED_SOURCES, Stepper
 from mixdbg.errors import (
     DebuggerError,
     GdbExitedError,
@@ -138,6 +138,8 @@ class Session:
         self.gdb.console(f"source {HELPER_SCRIPT}")
         self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
         self._guard_function_calls()
+        for pattern in SKIPPED_SOURCES:
+            self.gdb.console(f"skip -gfile {pattern}")
         if self.hub is not None:  # the agents' trap: every Python stop is this breakpoint's hit
             result = self.gdb.command(f"-break-insert -f {agents.TRAP_FUNCTION}")
             self._trap = int(result["bkpt"]["number"])
@@ -397,8 +399,7 @@ class Session:
             self._on_stopped(payload, reporting)
         elif record.message == "breakpoint-modified":
             self._on_breakpoint_modified(payload["bkpt"])
-        elif record.message == "library-loaded":
-            self.stepper.libraries_changed()
+
         elif record.message is not None and record.message.startswith("thread-"):
             process = self.tree.on_notify(record)
             if process is not None and process is self.tree.root and "exit-code" in payload:
@@ -483,7 +484,6 @@ class Session:
         """A gdb step of ours ended: report it, unless it ended in glue and goes on."""
         thread = str(payload.get("thread-id", ""))
         if self.stepper.native_thread is not None and thread.isdigit():
-            self.stepper.disarm()
             stack = self.inspect.stack(int(thread))
             at = self.inspect.step_context(None, int(thread), stack, 0)
             if not self.stepper.after_native_step(stack, at):
@@ -513,6 +513,8 @@ class Session:
             return
         self.stepper.native_thread = None
         self._report(str(message.get("reason", "breakpoint")), None, None, payload, python=mailbox)
+        if pid is not None:
+            self.stepper.prepare(pid)
 
     def catch_throw(self, enabled: bool) -> None:
         """Stop (reason ``exception``) wherever C++ code throws, or no longer."""
@@ -529,6 +531,9 @@ class Session:
             return
         if hit == self._catch_throw:
             self._report("exception", None, None, payload)
+            return
+        if str(hit) in self.stepper.temporary:  # where a step across the boundary lands
+            self._report("step", None, None, payload)
             return
         number = self.ops.owner(hit)
         breakpoint = self.breakpoints.get(number)

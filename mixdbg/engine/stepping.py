@@ -11,14 +11,14 @@ stop disarms whatever the step left (``disarm``): no stray breakpoint, no stale 
 from __future__ import annotations
 
 import logging
-import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from mixdbg.engine import agents
+from mixdbg.engine import agents, native_sources
 from mixdbg.engine.frames import first_visible, is_glue_source, outer_visible
 from mixdbg.errors import DebuggerError, UsageError
-from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, mi_quote
+from mixdbg.gdbmi import GdbCommandError, GdbMi, mi_quote
 from mixdbg.stack import Frame, MixedStack
 
 log = logging.getLogger(__name__)
@@ -26,9 +26,10 @@ log = logging.getLogger(__name__)
 STEP_KINDS = ("next", "stepIn", "stepOut")
 #: How many times a native step may pass through glue before it is reported where it is.
 MAX_GLUE_HOPS = 8
-#: Names of functions in a user's module that are binding glue all the same.
-_GLUE_NAMES = re.compile(r"^(PyInit_|pybind11_init_|__pyx_pw_|__Pyx|__pyx_(?!pf_)|nb_init_|_GLOBAL__)")
-
+#: Where gdb's ``step`` never stops: the interpreter's and binding libraries' sources (a
+#: Python callback they call is reached through the agent instead).
+SKIPPED_SOURCES = ("*/Objects/*", "*/Python/*", "*/Include/*", "*/Modules/*", "*/Parser/*",
+                   "*/pybind11/*", "*/nanobind/*", "/usr/include/*")
 
 @dataclass
 class StepContext:
@@ -64,8 +65,8 @@ class Stepper:
     temporary: list[str] = field(default_factory=list)
     #: A gdb step of ours is under way on this thread (its stops may need a glue hop).
     native_thread: int | None = None
+    kind: str = "next"
     hops: int = 0
-    _user_functions: list[str] | None = None
 
     def disarm(self) -> None:
         """At any stop: delete the temporary breakpoints and clear the agents' requests."""
@@ -81,15 +82,12 @@ class Stepper:
             except DebuggerError as err:  # an exiting process: nothing left to disarm
                 log.debug("disarming PID %d: %s", pid, err.message)
 
-    def libraries_changed(self) -> None:
-        """A library was loaded: the user's functions are listed again when needed."""
-        self._user_functions = None
-
     def step(self, kind: str, at: StepContext) -> None:
         """Start step ``kind`` (next, stepIn, stepOut) from frame ``at.index``."""
         if kind not in STEP_KINDS:
             raise UsageError(f"unknown step {kind!r}")
         self.hops = 0
+        self.kind = kind
         if at.frame.kind == "python":
             self._python_step(kind, at)
         else:
@@ -102,8 +100,7 @@ class Stepper:
             # A callback called from C/C++: returning lands in the native caller.
             self._temporary_break(f"*{native_caller.pc}", at.thread)
         if kind == "stepIn":
-            for name in self.user_functions():
-                self._temporary_break(name, at.thread)
+            self._break_in_user_functions(at.pid, at.thread)
         if at.mailbox is not None and at.index == first_visible(at.stack):
             command = "continue" if kind == "stepOut" and native_caller is not None else kind
             self.tell_agent(command)
@@ -147,27 +144,26 @@ class Stepper:
         self.hops += 1
         target = stack.frames[visible]
         if target.kind == "python" and target.depth is not None:
-            self._arm(at, agents.STEP_TO_DEPTH, target.depth)
+            if self.kind != "stepIn":  # a Step Into stays armed for any Python line
+                self._arm(at, agents.STEP_TO_DEPTH, target.depth)
             self.resume_all()
         else:
             inner = stack.frames[visible - 1]
             self._gdb_step("-exec-finish", at.thread, inner.level or 0)
         return False
 
-    def user_functions(self) -> list[str]:
-        """The functions with debug info in the user's own sources (not bindings, not the
-        interpreter): where a Step Into from Python may land. Listed once per set of
-        loaded libraries."""
-        if self._user_functions is None:
-            result = self.gdb.command("-symbol-info-functions", SLOW_COMMAND_TIMEOUT)
-            names: set[str] = set()
-            for symtab in result.get("symbols", {}).get("debug", []):
-                if is_glue_source(symtab.get("fullname") or symtab.get("filename")):
-                    continue
-                names.update(str(s["name"]) for s in symtab.get("symbols", [])
-                             if not _GLUE_NAMES.match(str(s.get("name", ""))))
-            self._user_functions = sorted(names)
-        return self._user_functions
+    def prepare(self, pid: int) -> None:
+        """At a Python stop: read which native functions are the user's in the background
+        (pyelftools, once per library: up to seconds for a large module), so that a Step
+        Into does not wait for it."""
+        threading.Thread(target=native_sources.user_functions, args=(pid,), name="native-sources",
+                         daemon=True).start()
+
+    def _break_in_user_functions(self, pid: int, thread: int) -> None:
+        """Temporary breakpoints, on ``thread``, on every function of the user's native
+        sources loaded in process ``pid``: where a Step Into from Python may land."""
+        for name in native_sources.user_functions(pid):
+            self._temporary_break(name, thread)
 
     def _arm(self, at: StepContext, mode: int, depth: int) -> None:
         if at.shared is None:
@@ -178,8 +174,9 @@ class Stepper:
         try:
             result: dict[str, Any] = self.gdb.command(f"-break-insert -t -p {thread} {mi_quote(location)}")
         except GdbCommandError as err:
-            log.debug("step breakpoint at %s: %s", location, err.gdb_message)
+            log.info("step breakpoint at %s: %s", location, err.gdb_message)
             return
+        log.debug("step breakpoint %s at %s", result["bkpt"].get("number"), location)
         self.temporary.append(str(result["bkpt"]["number"]))
 
     def _gdb_step(self, command: str, thread: int, level: int) -> None:

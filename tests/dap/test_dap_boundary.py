@@ -1,0 +1,147 @@
+"""Stepping across the Python <-> C/C++ boundary through ``mixdbg dap`` (issue 15): Step
+Into from a Python line into the user's native function (C API, pybind11, Cython), Step
+Out twice from a native method to the native caller then to the Python line, a Python
+callback called from C++ with its C++ caller on the stack and Step Out back into it; after
+each, a function breakpoint set before the step still hits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .client import DapClient
+from .natives import NativeModule, NativeSet
+
+pytestmark = pytest.mark.timeout(180)
+
+GLUE = ("pybind11/", "/include/python", "Objects/", "Python/")
+
+
+def start(dap: DapClient, natives: NativeSet, script: str, marker: str,
+          function_breakpoints: list[str] = ()) -> int:  # type: ignore[assignment]
+    """Launch ``script`` with a Python breakpoint at ``marker``; the stopped thread."""
+    path = natives.script(script)
+    dap.launch({"program": str(path), "cwd": str(natives.directory), "console": "internalConsole",
+                "env": natives.env({})}, breakpoints={path: [natives.line(script, marker)]},
+               function_breakpoints=list(function_breakpoints))
+    stop = dap.wait_stopped()
+    assert dap.stack(stop["threadId"])[0]["line"] == natives.line(script, marker)
+    return int(stop["threadId"])
+
+
+def top(dap: DapClient, thread: int) -> dict[str, Any]:
+    """The innermost frame after a stop."""
+    return dap.stack(thread)[0]
+
+
+def step(dap: DapClient, thread: int, kind: str) -> dict[str, Any]:
+    """One step request; the innermost frame where it stopped."""
+    dap.request(kind, threadId=thread)
+    dap.wait_stopped()
+    return top(dap, thread)
+
+
+def assert_users_native(frame: dict[str, Any], module: NativeModule, function: str) -> None:
+    """A stop in the user's own source, never in binding or interpreter code."""
+    path = frame.get("source", {}).get("path", "")
+    assert path == str(module.source), frame
+    assert not any(part in path for part in GLUE)
+    assert function in frame["name"], frame
+
+
+@pytest.mark.parametrize("kind, script, marker, function", [
+    ("capi", "capi_main.py", "call", "native_loop"),
+    ("geom", "geom_main.py", "method", "area"),
+    ("cython", "cython_main.py", "call", "sum_squares"),
+])
+def test_step_into_from_python_reaches_the_users_native_function(
+        dap: DapClient, natives: NativeSet, kind: str, script: str, marker: str, function: str) -> None:
+    module = {"capi": natives.capi, "geom": natives.geom, "cython": natives.cython}[kind]
+    thread = start(dap, natives, script, marker, function_breakpoints=["native_step"] if kind == "capi" else [])
+    # When stepping into the Python line that calls the module
+    frame = step(dap, thread, "stepIn")
+    # Then one request lands in the user's function, in its source
+    assert_users_native(frame, module, function)
+    if kind == "capi":  # a function breakpoint set before the step still hits
+        dap.request("continue", threadId=thread)
+        stop = dap.wait_stopped()
+        assert stop["reason"] == "function breakpoint" and top(dap, thread)["name"] == "native_step"
+        dap.request("setFunctionBreakpoints", breakpoints=[])
+    dap.request("setBreakpoints", source={"path": str(natives.script(script))}, breakpoints=[])
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
+
+
+def test_step_out_twice_from_a_native_method_reaches_the_native_caller_then_python(
+        dap: DapClient, natives: NativeSet) -> None:
+    geom = natives.geom
+    script = natives.script("geom_main.py")
+    # Given a native line breakpoint in Polygon::area, reached from total_area (C++) called from Python
+    dap.launch({"program": str(script), "cwd": str(natives.directory), "console": "internalConsole",
+                "env": natives.env({})}, function_breakpoints=["total_area"])
+    thread = dap.wait_stopped()["threadId"]
+    assert "total_area" in top(dap, thread)["name"]
+    dap.request("setBreakpoints", source={"path": str(geom.source)}, breakpoints=[{"line": geom.line("shoelace")}])
+    dap.request("continue", threadId=thread)
+    dap.wait_stopped()
+    assert top(dap, thread)["line"] == geom.line("shoelace")
+    dap.request("setBreakpoints", source={"path": str(geom.source)}, breakpoints=[])
+    # When stepping out: total_area (the native caller), on its loop line
+    frame = step(dap, thread, "stepOut")
+    assert_users_native(frame, geom, "total_area")
+    assert frame["line"] == geom.line("total_loop")
+    # When stepping out again: the Python caller, with Python locals and evaluate
+    frame = step(dap, thread, "stepOut")
+    assert frame["source"]["path"] == str(script) and frame["name"] == "main"
+    assert frame["line"] in (script_line := natives.line("geom_main.py", "call"),
+                             natives.line("geom_main.py", "after")), frame
+    assert dap.evaluate("len(polys)", frame["id"])["result"] == "2"
+    assert script_line
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
+    assert "geom first 6.0 total 20.0" in dap.output("stdout")
+
+
+def test_python_callback_called_from_cpp_shows_and_steps_out_to_its_cpp_caller(
+        dap: DapClient, natives: NativeSet) -> None:
+    geom = natives.geom
+    # Given a Python breakpoint in the callback that total_area (C++) calls
+    thread = start(dap, natives, "geom_main.py", "callback")
+    dap.request("setFunctionBreakpoints", breakpoints=[{"name": "Polygon::area"}])
+    # Then the stack holds the C++ caller between the callback and main
+    names = [f["name"] for f in dap.stack(thread) if f.get("presentationHint") != "subtle"]
+    assert names[0] == "scale"
+    assert "total_area" in names[1], names
+    assert names[2] == "main", names
+    # When stepping out: in total_area, after the call
+    frame = step(dap, thread, "stepOut")
+    assert_users_native(frame, geom, "total_area")
+    assert frame["line"] in (geom.line("total_scale"), geom.line("total_scale") + 1)
+    # Then continue reaches the function breakpoint set before, then the next callback
+    dap.request("continue", threadId=thread)
+    assert dap.wait_stopped()["reason"] == "function breakpoint"
+    dap.request("setFunctionBreakpoints", breakpoints=[])
+    dap.request("continue", threadId=thread)
+    dap.wait_stopped()
+    assert top(dap, thread)["name"] == "scale"
+    dap.request("setBreakpoints", source={"path": str(natives.script("geom_main.py"))}, breakpoints=[])
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
+
+
+def test_step_into_from_native_reaches_the_python_callback(dap: DapClient, natives: NativeSet) -> None:
+    capi = natives.capi
+    script = natives.script("capi_main.py")
+    # Given a native breakpoint on the line of native_callback that calls the Python callback
+    dap.launch({"program": str(script), "cwd": str(natives.directory), "console": "internalConsole",
+                "env": natives.env({})}, breakpoints={capi.source: [capi.line("callback")]})
+    thread = dap.wait_stopped()["threadId"]
+    dap.request("setBreakpoints", source={"path": str(capi.source)}, breakpoints=[])
+    # When stepping into: the callback's first line
+    frame = step(dap, thread, "stepIn")
+    assert (frame["name"], frame["line"]) == ("on_call", natives.line("capi_main.py", "callback"))
+    # ... with Python values there
+    assert dap.evaluate("7 * 6", frame["id"])["result"] == "42"
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
