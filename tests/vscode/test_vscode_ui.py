@@ -128,3 +128,25 @@ def test_check_this_machine_and_the_pip_install_message(code_server: CodeServer,
     assert f"mixdbg is not installed in {bare} (from setting mixdbg.python). Install it: {bare} -m pip install mixdbg" \
         in steps["missing"]
     assert not steps["sessionStarted"]
+
+
+@pytest.mark.timeout(400)
+def test_attach_by_picker_from_what_setup_wrote(code_server: CodeServer, tmp_path: Path) -> None:
+    # Given what `mixdbg setup --kind mixdbg` writes, and a Python program running
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shutil.copy(HERE / "sleeper.py", workspace)
+    subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--kind", "mixdbg", "--workspace", str(workspace)],
+                   check=True, timeout=60, capture_output=True)
+    sleeper = subprocess.Popen([sys.executable, str(workspace / "sleeper.py")])
+    try:
+        # When the attach configuration is started and the program picked from the list
+        steps = drive(code_server, "attach.js", workspace, timeout=360, filter="sleeper.py", pid=sleeper.pid)
+        # Then the picker showed it by its command line, the session attached to it, and Stop left it running
+        assert any("mixdbg: attach to a process" in row for row in steps["configurations"])
+        assert "sleeper.py" in steps["picked"] and f"{sleeper.pid} · other" in steps["picked"]
+        assert f"PID {sleeper.pid}" in steps["console"]
+        assert sleeper.poll() is None, "detaching must leave the program running"
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
