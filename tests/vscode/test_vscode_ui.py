@@ -150,3 +150,18 @@ def test_attach_by_picker_from_what_setup_wrote(code_server: CodeServer, tmp_pat
     finally:
         sleeper.kill()
         sleeper.wait(10)
+
+
+@pytest.mark.timeout(400)
+def test_module_configuration_asks_for_the_module(code_server: CodeServer, tmp_path: Path) -> None:
+    # Given what `mixdbg setup --kind mixdbg` writes, in a folder with a module
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "hello_module.py").write_text("print('hello from a module')\n")
+    subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--kind", "mixdbg", "--workspace", str(workspace)],
+                   check=True, timeout=60, capture_output=True)
+    # When "mixdbg: module" is started: it asks, and python -m hello_module runs to its end
+    steps = drive(code_server, "module.js", workspace, timeout=360, module="hello_module",
+                  expect="hello from a module")
+    assert "The module to run and debug" in steps["question"]
+    assert steps["console"] == "hello from a module"
