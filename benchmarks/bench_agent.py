@@ -7,8 +7,8 @@ bootstrap does, serves the config socket itself (hello -> go) and replaces the n
 a Python one that answers every stop with ``next`` at once, so the figures are the agent's
 own work (gdb's stop and resume come on top).
 
-Prints, against the same interpreter without a trace function in the same run (the runs
-interleaved), beside the floor any settrace debugger pays (a trace function that does
+Times are the thread's CPU time (the machine may be shared). Prints, against the same
+interpreter without a trace function in the same run (the runs interleaved), beside the floor any settrace debugger pays (a trace function that does
 nothing, with and without a line tracer):
 - fib(25) defined in a user file (line events on, no breakpoint, no step): the ratio;
 - fib(25) defined in a library file (no line events): the ratio;
@@ -73,14 +73,14 @@ TRACERS: dict[str, Any] = {"off": None, "floor: call only": lambda frame, event,
 
 def interleaved(repeat: int, tracers: dict[str, Any], run: Callable[[], object]) -> dict[str, float]:
     """The fastest of ``repeat`` rounds per trace function, the rounds interleaved so that a
-    busy machine slows every variant alike (seconds)."""
+    busy machine slows every variant alike (CPU seconds)."""
     best = dict.fromkeys(tracers, float("inf"))
     for _ in range(repeat):
         for name, tracer in tracers.items():
             sys.settrace(tracer)
-            start = time.perf_counter()
+            start = time.thread_time()
             run()
-            elapsed = time.perf_counter() - start
+            elapsed = time.thread_time() - start
             sys.settrace(None)
             best[name] = min(best[name], elapsed)
     return best
@@ -92,7 +92,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--steps", type=int, default=2000)
     options = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-agent-"))
+    with tempfile.TemporaryDirectory(prefix="bench-agent-") as temporary:
+        measure(Path(temporary), options.repeat, options.steps)
+
+
+def measure(work: Path, repeat: int, steps: int) -> None:
+    """Run every measurement with its files in ``work``, and print."""
     (work / "lib").mkdir()
     (work / "user_fib.py").write_text(FIB)
     (work / "lib" / "lib_fib.py").write_text(FIB)
@@ -107,7 +112,7 @@ def main() -> None:
     def trap(address: int) -> None:
         """The engine, at once: every stop is answered with ``next``."""
         steps_taken[0] += 1
-        answer = json.dumps({"command": "next"} if steps_taken[0] < options.steps else {"command": "continue"})
+        answer = json.dumps({"command": "next"} if steps_taken[0] < steps else {"command": "continue"})
         ctypes.memmove(address + IN_OFFSET, answer.encode(), len(answer))
         ctypes.c_uint32.from_address(address + 28).value = len(answer)
     agent.trap = trap
@@ -117,16 +122,16 @@ def main() -> None:
     sys.settrace(None)
     threading.settrace(None)  # type: ignore[arg-type]
     tracers = {**TRACERS, "agent": agent._trace_call}
-    results = {name: interleaved(options.repeat, tracers, lambda m=module: m.fib(25))
+    results = {name: interleaved(repeat, tracers, lambda m=module: m.fib(25))
                for name, module in (("user", user), ("library", library))}
     sys.settrace(agent._trace_call)
-    start = time.perf_counter()
-    stepper.steps(options.steps)
-    per_step = (time.perf_counter() - start) / steps_taken[0]
+    start = time.thread_time()
+    stepper.steps(steps)
+    per_step = (time.thread_time() - start) / steps_taken[0]
     sys.settrace(None)
     server.close()
 
-    print(f"Python {sys.version.split()[0]}: fib(25) with a trace function / without, best of {options.repeat}")
+    print(f"Python {sys.version.split()[0]}: fib(25) with a trace function / without, best of {repeat}")
     for name, best in results.items():
         print(f"  fib in a {name} file ({best['off'] * 1e3:.1f} ms without): " + ", ".join(
             f"{tracer} {best[tracer] / best['off']:.2f}x" for tracer in tracers if tracer != "off"))

@@ -1,20 +1,24 @@
-"""Wall time of `mixdbg run` on examples/testdebug.py against its two yardsticks.
+"""Wall time of `mixdbg run` against its yardsticks, with the same gdb in every arm.
 
-Measured in one run, alternating, so that a noisy machine affects all three alike:
-  python    plain `python examples/testdebug.py`
-  gdb       a hand-written `gdb -batch` with the three seed breakpoints, printing a
-            backtrace at each stop and continuing (what a user would type)
-  mixdbg    `mixdbg run --json -b PyInit__C -b THPModule_initExtension -b at::native::randn`
-Prints the median of each and the ratios; the target is mixdbg <= 1.3 x gdb.
+Measured in one run, alternating, so that a noisy machine affects every arm alike:
+  python      plain `python examples/testdebug.py`
+  gdb         a hand-written `gdb -batch` with the three seed breakpoints, printing a
+              backtrace at each stop and continuing (what a user would type)
+  mixdbg      `mixdbg run --json -b PyInit__C -b THPModule_initExtension -b at::native::randn`
+  torch       `mixdbg run --json` of a script that only imports torch
+  torch-op    the same with `-b op:aten::add` (an operator breakpoint by name)
+The gdb is the one mixdbg chooses (``--gdb`` another); mixdbg gets it as ``MIXDBG_GDB``.
+Prints the median of each and the ratios; goals (issue 17): mixdbg <= 1.0 x gdb,
+mixdbg <= 3 x python, torch-op <= 1.2 x torch.
 
-usage: python benchmarks/bench_run.py [--runs N]
+usage: python benchmarks/bench_run.py [--runs N] [--gdb PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import os
 import statistics
 import subprocess
 import sys
@@ -38,24 +42,27 @@ def gdb_script(directory: Path) -> Path:
     return path
 
 
-def commands(directory: Path) -> dict[str, list[str]]:
-    """The three command lines, by name."""
+def commands(directory: Path, gdb: str) -> dict[str, list[str]]:
+    """The command lines, by name."""
     mixdbg = [sys.executable, "-m", "mixdbg", "run", "--json", "--port", "0"]
-    for spec in SEEDS:
-        mixdbg += ["-b", spec]
-    gdb = shutil.which("gdb") or "gdb"
+    seeds = [argument for spec in SEEDS for argument in ("-b", spec)]
+    importer = directory / "import_torch.py"
+    importer.write_text("import torch\n")
     return {
         "python": [sys.executable, str(EXAMPLE)],
-        "gdb": [gdb, "-nx", "-batch", "-x", str(gdb_script(directory)), "--args", sys.executable, str(EXAMPLE)],
-        "mixdbg": [*mixdbg, str(EXAMPLE)],
+        "gdb": [gdb, "-nx", "-batch", "-iex", "set debuginfod enabled off", "-x", str(gdb_script(directory)),
+                "--args", sys.executable, str(EXAMPLE)],
+        "mixdbg": [*mixdbg, *seeds, str(EXAMPLE)],
+        "torch": [*mixdbg, str(importer)],
+        "torch-op": [*mixdbg, "-b", "op:aten::add", str(importer)],
     }
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str], env: dict[str, str]) -> float:
     """Seconds one command takes to run to completion (its output discarded)."""
     start = time.perf_counter()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                          check=False)
+                          env=env, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{argv[:3]}... exited with {done.returncode}")
@@ -65,24 +72,33 @@ def timed(argv: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5, help="runs of each command (default 5)")
-    runs = parser.parse_args().runs
+    parser.add_argument("--gdb", help="the gdb of every arm (default: the one mixdbg chooses)")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from mixdbg.gdbmi import find_gdb, gdb_environment
+
+    gdb = find_gdb(args.gdb)
+    env = dict(gdb_environment(), MIXDBG_GDB=gdb, PYTHONPATH=str(ROOT))
     with tempfile.TemporaryDirectory() as scratch:
-        argvs = commands(Path(scratch))
-        timed(argvs["python"])  # warm the page cache for torch's libraries
+        argvs = commands(Path(scratch), gdb)
+        timed(argvs["python"], env)  # warm the page cache for torch's libraries
         samples: dict[str, list[float]] = {name: [] for name in argvs}
-        for round_number in range(runs):
+        for round_number in range(args.runs):
             for name, argv in argvs.items():
-                samples[name].append(timed(argv))
-            print(f"round {round_number + 1}/{runs}: " +
+                samples[name].append(timed(argv, env))
+            print(f"round {round_number + 1}/{args.runs}: " +
                   ", ".join(f"{n} {s[-1]:.2f}s" for n, s in samples.items()), file=sys.stderr)
     medians = {name: statistics.median(values) for name, values in samples.items()}
     result = {
-        "runs": runs,
+        "runs": args.runs,
+        "gdb": gdb,
+        "load_average": round(os.getloadavg()[0], 2),
         "median_seconds": {name: round(value, 3) for name, value in medians.items()},
         "mixdbg_vs_gdb": round(medians["mixdbg"] / medians["gdb"], 3),
         "mixdbg_vs_python": round(medians["mixdbg"] / medians["python"], 3),
         "gdb_vs_python": round(medians["gdb"] / medians["python"], 3),
-        "target_mixdbg_vs_gdb": 1.3,
+        "torch_op_vs_torch": round(medians["torch-op"] / medians["torch"], 3),
+        "goals": {"mixdbg_vs_gdb": 1.0, "mixdbg_vs_python": 3.0, "torch_op_vs_torch": 1.2},
     }
     print(json.dumps(result, indent=2))
 

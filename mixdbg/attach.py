@@ -65,6 +65,7 @@ class LaunchOptions:
     tracer: int | None = None  # None: any process of ours may trace (VS Code's gdb)
     stdout: IO[str] | IO[bytes] | None = None  # None: inherit ours
     stderr: IO[str] | IO[bytes] | None = None
+    stdin: IO[bytes] | None = None  # a terminal of the editor's (None: ours, or /dev/null)
     stdin_devnull: bool = False
     #: Children are followed under gdb: the script's ``subprocess`` forks instead of vforking
     #: (see ``NO_VFORK_ENV``).
@@ -262,11 +263,13 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
         process = subprocess.Popen(
             argv, pass_fds=(status_write, gate_read), env=_launch_environment(options),
             start_new_session=True, stdout=options.stdout, stderr=options.stderr, cwd=options.cwd,
-            stdin=subprocess.DEVNULL if options.stdin_devnull else None,
+            stdin=options.stdin if options.stdin is not None else subprocess.DEVNULL if options.stdin_devnull else None,
         )
     except OSError as err:
         for fd in (status_read, status_write, gate_read, gate_write):
             os.close(fd)
+        if options.cwd is not None and not os.path.isdir(options.cwd):
+            raise NotFoundError(f"the working directory {options.cwd} does not exist") from err
         raise NotFoundError(f"cannot start {options.python}: {err.strerror}") from err
     os.close(status_write)
     os.close(gate_read)
@@ -529,3 +532,27 @@ def is_loopback(host: str) -> bool:
         return False
     return all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
 
+
+
+def fate(child: Debuggee | None, pid: int | None, grace: float) -> str | None:
+    """How a debuggee ended ("was killed by SIGTRAP", "exited with code 1", "is gone"), or
+    None if it still runs after ``grace`` seconds: a SIGTRAP the kernel queued when its
+    tracer died is delivered only once the thread runs. ``child``: one we launched (its
+    own status is the authority), else ``pid``."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = _fate_now(child, pid)
+        if found is not None or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def _fate_now(child: Debuggee | None, pid: int | None) -> str | None:
+    if child is not None:
+        returncode = child.process.poll()
+        if returncode is None:
+            return None
+        code, signal_name = exit_status(returncode)
+        return f"was killed by {signal_name}" if signal_name else f"exited with code {code}"
+    state = process_state(pid) if pid else {}
+    return None if state and not state["State"].startswith(("Z", "X")) else "is gone"

@@ -4,10 +4,10 @@ It runs inside the user's interpreter, before the user's script, and does four t
 
 1. declares the permitted tracer (``prctl(PR_SET_PTRACER)``) so that gdb may attach under
    Yama ``ptrace_scope=1`` without root (a no-op where Yama is absent);
-2. reports its pid on the status pipe (one JSON line), starts its Python debugger and
-   reports on it (a second line): debugpy listening (``debugpy.listen``), or, under
-   ``mixdbg dap`` (``MIXDBG_AGENT_SOCKET`` set, PORT -1), mixdbg's own agent
-   (``mixdbg/pyagent``), which takes its breakpoints from that socket;
+2. reports its pid on the status pipe (one JSON line), then its Python debugger (a second
+   line): debugpy's port (debugpy started when a client connects, or at once when one is
+   expected), or, under ``mixdbg dap`` (``MIXDBG_AGENT_SOCKET`` set, PORT -1), mixdbg's own
+   agent (``mixdbg/pyagent``), which takes its breakpoints from that socket;
 3. waits on the gate pipe until mixdbg has attached gdb and inserted every breakpoint.
    If mixdbg is gone before that (EOF on the gate), the script is not run: it asked for a
    debugger, and running it undebugged would skip every breakpoint it was started for;
@@ -20,7 +20,9 @@ TRACER is a pid, or "any". CHILDREN is 1 to let debugpy follow child processes. 
 import json
 import os
 import runpy
+import socket
 import sys
+import threading
 
 
 def _declare_tracer(tracer):
@@ -41,10 +43,9 @@ def _report(status_fd, message):
         pass  # mixdbg is gone (or gave up on us): the script runs without it
 
 
-def _import_debugpy():
-    """The interpreter's own debugpy, else mixdbg's copy (``MIXDBG_DEBUGPY_FALLBACK``, the
-    package directory), loaded by path so nothing else of mixdbg's environment is seen."""
-    fallback = os.environ.pop("MIXDBG_DEBUGPY_FALLBACK", None)
+def _import_debugpy(fallback):
+    """The interpreter's own debugpy, else mixdbg's copy (``fallback``, the package
+    directory), loaded by path so nothing else of mixdbg's environment is seen."""
     try:
         import debugpy
     except ImportError:
@@ -63,23 +64,73 @@ def _import_debugpy():
 def _start_debugpy(host, port, children, status_fd):
     """Listen for a DAP client; report the outcome on the status pipe.
 
-    When a client is expected (``children``: --wait-for-client, --vscode), debugpy runs its
-    usual adapter process, which also follows child processes. Otherwise the adapter runs
-    inside the debuggee: measured here, that halves debugpy's start (0.63 -> 0.29 s) and
-    exit (1.15 -> 0.56 s) and leaves no adapter process; and without child-process support
-    exec() works (debugpy's hook would reconnect the new program to an adapter that, with no
-    client, is already gone)."""
+    When a client is expected (``children``: --wait-for-client, --vscode), debugpy starts
+    now and runs its usual adapter process, which also follows child processes. Otherwise
+    only a socket listens: debugpy costs nothing until a client connects (importing it,
+    starting it and its tracing of ``import torch`` took about 1 s of a 6 s run); the
+    first connection starts it with the adapter inside the debuggee (half the start and
+    exit time of the adapter process, and exec() works: debugpy's child-process hook would
+    reconnect the new program to an adapter that, with no client, is gone), and each
+    connection is relayed to it."""
+    fallback = os.environ.pop("MIXDBG_DEBUGPY_FALLBACK", None)
     try:
-        debugpy = _import_debugpy()
-        debugpy.configure(subProcess=children)
-        address = debugpy.listen((host, port), in_process_debug_adapter=not children)
+        if not children:
+            server = socket.create_server((host, port))
+            _daemon(_serve_lazily, server, host, fallback)
+            return server.getsockname()[:2]
+        debugpy = _import_debugpy(fallback)
+        debugpy.configure(subProcess=True)
+        address = debugpy.listen((host, port), in_process_debug_adapter=False)
         if address is None:  # debugpy older than 1.8.22 does not say where it listens
             raise RuntimeError("debugpy >= 1.8.22 is needed (pip install -U debugpy)")
-        bound_host, bound_port = address
+        return address
     except Exception as err:  # reported to mixdbg, which words it for the user
         _report(status_fd, {"error": f"{type(err).__name__}: {err}"})
         os._exit(69)
-    return bound_host, bound_port
+
+
+def _daemon(target, *args):
+    """A daemon thread running ``target(*args)``, which debugpy does not trace."""
+    thread = threading.Thread(target=target, args=args, daemon=True, name="mixdbg-debugpy-relay")
+    thread.pydev_do_not_trace = True
+    thread.is_pydev_daemon_thread = True
+    thread.start()
+
+
+def _serve_lazily(server, host, fallback):
+    """Accept DAP clients; start debugpy at the first; relay each to it."""
+    debugpy_address = None
+    while True:
+        client, _ = server.accept()
+        try:
+            if debugpy_address is None:
+                debugpy = _import_debugpy(fallback)
+                debugpy.configure(subProcess=False)
+                debugpy_address = debugpy.listen((host, 0), in_process_debug_adapter=True)
+            upstream = socket.create_connection(debugpy_address)
+        except Exception as err:
+            print(f"mixdbg: the Python debugger could not start: {type(err).__name__}: {err}", file=sys.stderr)
+            client.close()
+            continue
+        _daemon(_relay, client, upstream)
+        _daemon(_relay, upstream, client)
+
+
+def _relay(source, sink):
+    """Copy bytes from ``source`` to ``sink`` until either side closes."""
+    try:
+        while True:
+            data = source.recv(65536)
+            if not data:
+                break
+            sink.sendall(data)
+    except OSError:
+        pass  # the other side closed: the shutdown below ends its relay too
+    for end in (source, sink):
+        try:
+            end.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
 
 
 #: Exit status of a debuggee whose debugger went away before its first line (EX_UNAVAILABLE).

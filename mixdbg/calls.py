@@ -16,9 +16,14 @@ This module only returns facts; the session and ``doctor`` word them.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from mixdbg.gdbmi import GdbCommandError, GdbMi
+
+log = logging.getLogger(__name__)
 
 #: The first gdb release that writes the AMX XSAVE state (gdb 14 added AMX support).
 FIRST_SAFE_GDB = 14
@@ -75,3 +80,17 @@ def refusal(safety: CallSafety) -> str:
     """The one line shown when an expression would have called a function."""
     return (f"error: mixdbg does not let gdb call functions in the debuggee here: {safety.reason}; "
             f"reading variables works (gdb {FIRST_SAFE_GDB} or newer can call functions)")
+
+
+def guard(gdb: GdbMi) -> CallSafety:
+    """Forbid gdb to call functions in the debuggee where that could harm it (``assess_here``
+    with gdb's own version); the decision, for the ``session`` event to tell."""
+    try:
+        major: int | None = int(gdb.command("-data-evaluate-expression $_gdb_major")["value"])
+    except (GdbCommandError, KeyError, ValueError) as err:
+        log.info("gdb's version: %s", err)
+        major = None
+    safety = assess_here(major)
+    if not safety.allowed:
+        gdb.command("-gdb-set may-call-functions off")
+    return safety

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Optional
 
-from mixdbg import argtypes, attach, control, launch_gen
+from mixdbg import argtypes, attach, control, gdbpath, launch_gen
 from mixdbg.breakpoints import BreakSpec, parse_spec
 from mixdbg.errors import UsageError
 from mixdbg.events import Exited, SessionStarted
@@ -112,7 +112,8 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
                         help="print one JSON event per line on stdout, nothing else")
     parser.add_argument("--no-prompt", action="store_true",
                         help="at a terminal too, print each stop and continue (no prompt)")
-    parser.add_argument("--gdb", default=None, help="gdb executable (default: $MIXDBG_GDB or gdb)")
+    parser.add_argument("--gdb", default=None, help="gdb executable (default: $MIXDBG_GDB, else the gdb "
+                        f"of the {gdbpath.WHEEL} wheel, else the system's)")
     parser.add_argument("--max-frames", type=argtypes.positive_number, default=128,
                         help="frames per stack (default 128)")
     parser.add_argument("--follow", choices=FOLLOW_MODES, default=FOLLOW_PYTHON,
@@ -252,6 +253,9 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
     out. A signal's detach while it starts (before the session loop) raises SessionEnded
     out of the block."""
     interactive = _interactive(args)
+    fallback = gdbpath.choose(args.gdb).fallback_line()
+    if fallback is not None:
+        output.warning(fallback)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames,
                       all_threads=args.threads, python=python, follow=args.follow)
     session.pid = pid  # known before the attach: operator specs find the torch it loaded
@@ -259,7 +263,7 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
         try:
             session.start_gdb()
             for spec in specs:
-                session.add_breakpoint(spec, announce=False, enabled=enabled)
+                session.table.add(spec, announce=False, enabled=enabled)
             yield session
         finally:
             session.close()

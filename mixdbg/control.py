@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from mixdbg import symbols
 from mixdbg.breakpoints import Breakpoint, BreakSpec, parse_spec
 from mixdbg.errors import (
     DebuggerError,
@@ -226,7 +227,7 @@ class ControlServer:
     def describe(self) -> dict[str, Any]:
         """The session's metadata. Read from the server thread: plain attribute reads only."""
         return {**self.description, "state": self.session.state,
-                "breakpoints": len(self.session.breakpoints),
+                "breakpoints": len(self.session.table.items),
                 "processes": [{"pid": pid, "process": label} for pid, label in self.session.tree.summary]}
 
 
@@ -337,19 +338,19 @@ def _op_break(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str
     if args.get("regex"):
         created = _break_regex(session, spec, args.get("max_locations", DEFAULT_MAX_LOCATIONS))
         return {"breakpoints": [_listed(b) for b in created], "suggestions": []}
-    breakpoint = session.add_breakpoint(spec)
+    breakpoint = session.table.add(spec)
     unknown = breakpoint.pending and not spec.is_line and not spec.is_op
     return {"breakpoints": [_listed(breakpoint)],
-            "suggestions": session.suggestions(spec.location) if unknown else []}
+            "suggestions": symbols.suggestions(session.gdb, spec.location) if unknown else []}
 
 
 def _op_list(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str, Any]:
-    return {"breakpoints": [_listed(session.breakpoints[n]) for n in sorted(session.breakpoints)]}
+    return {"breakpoints": [_listed(session.table.items[n]) for n in sorted(session.table.items)]}
 
 
 def _op_delete(session: Session, args: dict[str, Any], peer_pid: int) -> dict[str, Any]:
     _attached(session)
-    session.delete_breakpoint(args["id"])
+    session.table.delete(args["id"])
     return {"deleted": args["id"]}
 
 
@@ -366,7 +367,7 @@ _OPERATIONS: dict[str, Callable[[Session, dict[str, Any], int], dict[str, Any]]]
 def _break_regex(session: Session, spec: BreakSpec, cap: int) -> list[Breakpoint]:
     """One breakpoint per loaded function matching the pattern, all or none within ``cap``."""
     # Room for the symbols that are dropped or merged: PLT stubs, clones, overloads.
-    names, truncated = session.function_names(spec.location, 4 * cap + 50)
+    names, truncated = symbols.function_names(session.gdb, spec.location, 4 * cap + 50)
     examples = f" (e.g. {', '.join(names[:3])})" if names else ""
     too_many = UsageError(f"the pattern {spec.location!r} matches more than {cap} locations{examples}",
                           hint=f"narrow the pattern, or raise --max-locations (at most {MAX_LOCATIONS_LIMIT})")
@@ -379,12 +380,12 @@ def _break_regex(session: Session, spec: BreakSpec, cap: int) -> list[Breakpoint
     try:
         for name in names:
             text = name if spec.condition is None else f"{name} if {spec.condition}"
-            created.append(session.add_breakpoint(BreakSpec(text, name, spec.condition, is_line=False)))
+            created.append(session.table.add(BreakSpec(text, name, spec.condition, is_line=False)))
             if sum(len(b.real_locations) for b in created) > cap:
                 raise too_many
     except MixdbgError:
         for breakpoint in created:
-            session.delete_breakpoint(breakpoint.number)
+            session.table.delete(breakpoint.number)
         raise
     return created
 

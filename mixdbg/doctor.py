@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from mixdbg import calls, debuginfo, ptrace, pyframes, pyruntime
+from mixdbg import calls, debuginfo, gdbpath, ptrace, pyframes, pyruntime
 from mixdbg.errors import DataError, NotFoundError, NotPermittedError, UnavailableError
-from mixdbg.gdbmi import find_gdb, gdb_environment
+from mixdbg.gdbmi import gdb_environment
 
 OK = "ok"
 WARN = "warn"
@@ -29,6 +29,10 @@ FAIL = "fail"
 
 MIN_GDB = (9, 1)  # mixdbg speaks MI3 (--interpreter=mi3), which gdb 9.1 introduced
 MIN_DEBUGPY = (1, 8, 22)  # debugpy.listen(in_process_debug_adapter=True) returns the address
+_SOURCES = {gdbpath.ARGUMENT: "--gdb", gdbpath.VARIABLE: f"${gdbpath.VARIABLE}",
+            gdbpath.BUNDLED: f"the {gdbpath.WHEEL} wheel's", gdbpath.SYSTEM: "the system's"}
+#: The first gdb measured to follow pools without dying (13.1 died, 18.1 did not; 14-17 not measured).
+MULTIPROCESS_GDB = 18
 TORCH_FIX = ("build PyTorch from source with debug info: `DEBUG=1 python setup.py develop`"
              " (or `REL_WITH_DEB_INFO=1` for an optimised build with -g)")
 
@@ -60,13 +64,15 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 
 def check_gdb(gdb: str | None = None, timeout: float = 15.0) -> Check:
-    """Whether the gdb mixdbg would use (``$MIXDBG_GDB``, else ``gdb`` on PATH) answers
-    ``--version`` (within ``timeout``), and which version."""
-    install = "install gdb (Debian/Ubuntu: apt-get install gdb; Fedora: dnf install gdb)"
+    """Which gdb mixdbg would use (``gdbpath.choose``: ``--gdb``, ``$MIXDBG_GDB``, the
+    wheel's, the system's), whether it answers ``--version`` (within ``timeout``), and which
+    version. The system's gdb taken as a fallback is a warning saying why."""
+    install = f"pip install {gdbpath.WHEEL} (a Python with a shared libpython), or point {gdbpath.VARIABLE} at a gdb"
     try:
-        path = find_gdb(gdb)
+        choice = gdbpath.choose(gdb)
     except UnavailableError as err:
         return Check("gdb", FAIL, err.message, install, exit_code=UnavailableError.exit_code)
+    path = choice.path
     try:
         done = subprocess.run([path, "-nx", "--version"], capture_output=True, text=True, env=gdb_environment(),
                               timeout=timeout, stdin=subprocess.DEVNULL, check=False)
@@ -76,14 +82,18 @@ def check_gdb(gdb: str | None = None, timeout: float = 15.0) -> Check:
     first = (done.stdout.strip().splitlines() or [""])[0]
     numbers = re.findall(r"\d+\.\d+(?:\.\d+)*", first)
     version = numbers[-1] if numbers else None
-    details: dict[str, object] = {"path": path, "version": version, "banner": first}
+    details: dict[str, object] = {"path": path, "version": version, "banner": first, "source": choice.source,
+                                  "fallback_reason": choice.fallback_reason}
     if done.returncode != 0 or version is None:
         return Check("gdb", FAIL, f"{path} --version failed: {first or done.stderr.strip()}", install,
                      details, UnavailableError.exit_code)
     if _version_tuple(version) < MIN_GDB:
         return Check("gdb", FAIL, f"{first} at {path} is older than 9.1: it does not speak GDB/MI 3",
-                     "install gdb 9.1 or newer", details, UnavailableError.exit_code)
-    return Check("gdb", OK, f"{first} at {path}", None, details)
+                     install, details, UnavailableError.exit_code)
+    summary = f"{first} at {path} ({_SOURCES[choice.source]})"
+    if choice.fallback_reason is not None:
+        return Check("gdb", WARN, f"{summary}: {choice.fallback_reason}", install, details)
+    return Check("gdb", OK, summary, None, details)
 
 
 def check_function_calls(gdb: Check) -> Check:
@@ -98,6 +108,25 @@ def check_function_calls(gdb: Check) -> Check:
     return Check("function calls", WARN,
                  f"mixdbg forbids gdb to call functions in the debuggee ({safety.reason}); "
                  "reading variables and tensors works", f"install gdb {calls.FIRST_SAFE_GDB} or newer",
+                 details)
+
+
+def check_multiprocess(gdb: Check) -> Check:
+    """Whether this gdb follows several processes (DataLoader workers, pools, ranks) reliably:
+    gdb 13.1 sometimes dies of its own assertion while it holds several (measured: see
+    docs/reliability.md); the session then ends, and the processes run on undebugged."""
+    version = gdb.details.get("version")
+    major = _version_tuple(str(version))[:1] if version else ()
+    details: dict[str, object] = {"reliable": bool(major) and major[0] >= MULTIPROCESS_GDB}
+    if not major:
+        return Check("multi-process", WARN, "gdb's version is unknown", None, details)
+    if major[0] >= MULTIPROCESS_GDB:
+        return Check("multi-process", OK, f"gdb {version} follows child processes (no gdb death measured in "
+                                          "the spawn/forkserver pool runs)", None, details)
+    return Check("multi-process", WARN,
+                 f"gdb {version} sometimes dies while it follows several processes (gdb 13.1: "
+                 "internal-error in select_event_lwp, a few pool runs in 50); the session then ends "
+                 "and the processes run on", f"use gdb {MULTIPROCESS_GDB} or newer (pip install {gdbpath.WHEEL})",
                  details)
 
 
@@ -263,10 +292,11 @@ def check_library(path: Path, label: str | None = None, fix: str | None = None,
 
 def run_checks(libs: Sequence[Path] = (), proc_root: Path = Path("/proc"), fs_root: Path = Path("/"),
                include_torch: bool = True, python: str = sys.executable) -> list[Check]:
-    """All doctor checks in report order: gdb, debugpy, python, ptrace, function calls, libraries."""
+    """All doctor checks in report order: gdb, debugpy, python, ptrace, function calls,
+    multi-process, libraries."""
     gdb = check_gdb()
     checks = [gdb, check_debugpy(), check_python(python), check_ptrace(proc_root, fs_root),
-              check_function_calls(gdb)]
+              check_function_calls(gdb), check_multiprocess(gdb)]
     checks += [check_library(Path(lib)) for lib in libs]
     if include_torch:
         checks += [check_library(lib, f"torch/{lib.relative_to(root)}", TORCH_FIX)

@@ -14,6 +14,9 @@ gdb with Python):
   loop, found as the frame whose C stack holds the run's entry marker, so it works
   where the loop has no symbol) is replaced, in place, by the frames it runs.
 - ``mixdbg-locals FRAME_ADDRESS OUTFILE``: a Python frame's locals.
+- ``mixdbg-stack`` first reads the symbols of the libraries its frames are in (mixdbg
+  keeps ``auto-solib-add off``: see ``mixdbg.solibs``): without them gdb can neither name
+  nor unwind their frames.
 
 Python frames come from ``mixdbg.pyframes``, which reads the interpreter's memory
 (``gdb.Inferior.read_memory``) and never calls into the debuggee. Only the standard
@@ -30,12 +33,15 @@ import gdb  # type: ignore[import-not-found]
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from mixdbg.gdbtext import library_regex
 from mixdbg.memory import MemoryReadError
 from mixdbg.pyframes import Unsupported, open_interpreter
 from mixdbg.pyframes.placement import place
 
 #: Per process (PID): where its interpreter is, or {"error": why its frames are unavailable}.
 _INTERPRETERS = {}
+#: Times a stack is walked again after reading the symbols of the libraries it went through.
+_SYMBOL_ROUNDS = 4
 
 
 def _read(address, size):
@@ -97,8 +103,48 @@ def _python_frame(frame):
             "library": None, "address": f"{frame.address:#x}"}
 
 
+def read_symbols(path):
+    """Read the symbols of loaded library ``path`` in the selected process."""
+    gdb.execute("sharedlibrary " + library_regex(path), to_string=True)
+
+
+def _has_symbols(path):
+    try:
+        gdb.lookup_objfile(path)
+    except ValueError:
+        return False
+    return True
+
+
+def _unread_libraries(max_frames):
+    """The libraries of the selected thread's frames whose symbols gdb has not read."""
+    unread = []
+    gdb_frame, count = gdb.newest_frame(), 0
+    while gdb_frame is not None and count < max_frames:
+        path = gdb.solib_name(gdb_frame.pc())
+        if path and path not in unread and not _has_symbols(path):
+            unread.append(path)
+        try:
+            gdb_frame, count = gdb_frame.older(), count + 1
+        except gdb.error:
+            gdb_frame = None
+    return unread
+
+
+def _read_stack_symbols(max_frames):
+    """Read the symbols of every library the selected thread's stack goes through (a
+    library's unwind tables come with them: the walk goes further each round)."""
+    for _ in range(_SYMBOL_ROUNDS):
+        unread = _unread_libraries(max_frames)
+        if not unread:
+            return
+        for path in unread:
+            read_symbols(path)
+
+
 def _native_frames(max_frames):
     """The selected thread's native frames, innermost first: ``(description, sp)``."""
+    _read_stack_symbols(max_frames)
     natives = []
     gdb_frame = gdb.newest_frame()
     while gdb_frame is not None and len(natives) < max_frames:

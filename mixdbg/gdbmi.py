@@ -15,17 +15,18 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pygdbmi.gdbmiparser import parse_response
 
-from mixdbg.errors import DebuggerError, GdbExitedError, GdbTimeoutError, UnavailableError
+from mixdbg import gdbpath
+from mixdbg.errors import DebuggerError, GdbExitedError, GdbTimeoutError
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +98,9 @@ def mi_quote(text: str) -> str:
 
 
 def find_gdb(gdb: str | None = None) -> str:
-    """Resolve the gdb executable (``$MIXDBG_GDB``, then ``gdb`` on PATH) or fail clearly."""
-    name = gdb or os.environ.get("MIXDBG_GDB") or "gdb"
-    path = shutil.which(name)
-    if path is None:
-        raise UnavailableError(
-            f"gdb not found (looked for '{name}' on PATH)",
-            hint="install it, e.g. 'sudo apt-get install gdb', or point MIXDBG_GDB at it",
-        )
-    return path
+    """The gdb executable to run (see ``gdbpath.choose``: ``gdb``, ``$MIXDBG_GDB``, the
+    wheel's, the system's), or fail clearly."""
+    return gdbpath.choose(gdb).path
 
 
 def gdb_environment() -> dict[str, str]:
@@ -205,12 +200,14 @@ class GdbMi:
             except (BrokenPipeError, ValueError) as err:
                 self._pending.pop(token, None)
                 raise GdbExitedError(f"gdb exited before '{command}' could be sent") from err
+        sent = time.monotonic()
         if not pending.done.wait(timeout):
             with self._lock:
                 self._pending.pop(token, None)
             raise GdbTimeoutError(f"gdb did not answer '{command}' within {timeout:.0f} s")
         if pending.record is None:
             raise GdbExitedError(f"gdb exited while running '{command}'")
+        log.debug("%.1f ms: %s", (time.monotonic() - sent) * 1000, command[:200])
         return pending.record
 
     def _read_loop(self) -> None:

@@ -38,14 +38,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from shutil import which
 from typing import Any
 
 import jsonschema
 
 from mixdbg import debug_schema, jsonc, user_files
 from mixdbg.errors import DataError, MixdbgError, NotFoundError, UsageError
-from mixdbg.gdbmi import mi_escape
+from mixdbg.gdbmi import find_gdb, mi_escape
 
 DEBUGPY_NAME = "mixdbg: Python (debugpy attach)"
 CPPDBG_NAME = "mixdbg: C++ (gdb attach)"
@@ -205,7 +204,8 @@ def generate_entries(python: str, host: str, port: int, *, gdb: str | None = Non
     file, module, attach by picker), then the pair (debugpy attach, cppdbg attach, compound).
 
     For the pair, ``python`` is resolved to its real path, the executable gdb sees in
-    ``/proc/PID/exe``; the ``mixdbg`` kind needs none of the arguments.
+    ``/proc/PID/exe``, and ``miDebuggerPath`` is ``gdb``, else the gdb ``mixdbg run`` would use
+    (``find_gdb``); the ``mixdbg`` kind needs none of the arguments.
     """
     if kind not in KIND_NAMES:
         raise UsageError(f"unknown kind of configurations {kind!r} (use {', '.join(KIND_NAMES)})")
@@ -227,7 +227,7 @@ def _pair_values(python: str, host: str, port: int, gdb: str | None,
     real = _interpreter_binary(python)
     script = python_gdb_script(real)
     return {
-        "python": real, "host": host, "port": port, "gdb": gdb or which("gdb") or "/usr/bin/gdb",
+        "python": real, "host": host, "port": port, "gdb": gdb or find_gdb(),
         "python_gdb_script_mi": mi_escape(script) if script else None,
         "source_file_map": dict(source_map) if source_map else None,
     }

@@ -12,6 +12,7 @@ import sys
 import threading
 from typing import Callable
 
+from mixdbg import symbols
 from mixdbg.breakpoints import parse_spec
 from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
 from mixdbg.output import Output
@@ -87,7 +88,7 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
     elif verb in ("b", "break"):
         _break(session, rest)
     elif verb == "delete":
-        session.delete_breakpoint(_number(rest))
+        session.table.delete(_number(rest))
     elif session.state != "stopped":
         raise UsageError("the debuggee is running (Ctrl-C interrupts it)")
     elif verb in ("c", "continue"):
@@ -119,9 +120,9 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
 def _break(session: Session, text: str) -> None:
     """Add a breakpoint; a function no loaded library defines gets "did you mean"."""
     spec = parse_spec(text)
-    breakpoint = session.add_breakpoint(spec)
+    breakpoint = session.table.add(spec)
     if breakpoint.pending and not spec.is_line and not spec.is_op:
-        close = session.suggestions(spec.location)
+        close = symbols.suggestions(session.gdb, spec.location)
         if close:
             print(f"did you mean: {', '.join(close)}?", flush=True)
 

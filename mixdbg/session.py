@@ -1,4 +1,8 @@
-"""One debugging session: gdb attached to one debuggee, its breakpoints and its stops.
+"""One debugging session: gdb attached to one debuggee and the processes it follows, the
+run loop, what happens at each stop, and the session's end. The engine's parts it drives
+are the same for every front end (the prompt, ``--json``, ``mixdbg dap``): breakpoints
+(``engine.breakpoint_table``), what is read at a stop (``engine.inspect``), steps
+(``engine.stepping``), the Python agents (``engine.pystops``).
 
 Everything that touches gdb happens on the thread that calls ``run``: gdb's reader thread,
 signal handlers, the interactive prompt and the control socket only put items on one
@@ -21,26 +25,19 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from mixdbg import attach, calls, ptrace, stack, symbols
+from mixdbg import attach, calls, ptrace, stack
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
-from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
 from mixdbg.engine import agents
+from mixdbg.engine.breakpoint_table import BreakpointTable
+from mixdbg.engine.frames import is_users_frame_record
 from mixdbg.engine.inspect import Inspector, StopPoint
+from mixdbg.engine.pystops import PythonStops
 from mixdbg.engine.stepping import SKIPPED_SOURCES, Stepper
-from mixdbg.errors import (
-    DebuggerError,
-    GdbExitedError,
-    UsageError,
-)
-from mixdbg.events import BreakpointChanged, Detached, Event, Exited, Notice, Stopped
-from mixdbg.gdbmi import (
-    SLOW_COMMAND_TIMEOUT,
-    GdbCommandError,
-    GdbMi,
-    MiRecord,
-)
+from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
+from mixdbg.events import Detached, Event, Exited, Notice, Stopped
+from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, MiRecord
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
-from mixdbg.pytorch.opbreaks import OperatorBreakpoints
+from mixdbg.solibs import SymbolReader, added_libraries
 from mixdbg.stopview import StopView
 
 log = logging.getLogger(__name__)
@@ -77,31 +74,35 @@ class Session:
 
     ``emit`` receives every event. With ``auto_continue`` each stop is reported and the
     debuggee resumed at once; otherwise it stays stopped until an action resumes it.
-    ``all_threads`` adds every thread's stack to each stop.
+    ``all_threads`` adds every thread's stack to each stop. Without ``eager_stacks`` a
+    stop is reported without its stack and arguments (``mixdbg dap``: the editor asks for
+    them, through ``inspect``, when it shows them).
     """
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
                  gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
                  python: str | None = None, follow: str = FOLLOW_PYTHON,
                  hub: agents.AgentHub | None = None,
-                 items: queue.SimpleQueue[QueueItem] | None = None) -> None:
+                 items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.all_threads = all_threads
+        self.eager_stacks = eager_stacks
         self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
         self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
         self.tree = ProcessTree(self.gdb, emit, follow,
                                 workers.worker_id_reader(self.view.python_frames, self.view.frame_locals))
-        self.breakpoints: dict[int, Breakpoint] = {}
         self.pid: int | None = None
         self.state = "detached"  # "running" | "stopped" | "detached" | "exited"
         self._child: attach.Debuggee | None = None
         self._quitting = False
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
-        self.ops = OperatorBreakpoints(self.gdb, self._insert, self.view.demangle, python,
-                                       by_address=follow == FOLLOW_NONE)
+        self.solibs = SymbolReader(self.gdb)
+        self.table = BreakpointTable(self.gdb, emit, self.tree, self.solibs, self.view.demangle, python,
+                                     by_address=follow == FOLLOW_NONE,
+                                     attached=lambda: self.state != "detached", pid=lambda: self.pid)
         self.last_stop: Stopped | None = None
         self._kicking = False
         self._stalled = 0  # failed resumes in a row
@@ -109,10 +110,12 @@ class Session:
         self.hub = hub
         self._trap: int | None = None
         self.inspect = Inspector(self.gdb, self.view, self.tree, hub, self._agent_request)
-        self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume, self._tell_agent,
-                               self._agents_alive)
+        self.python = PythonStops(self.gdb, hub, self.inspect,
+                                  lambda: set(self.tree.live_pids()) | ({self.pid} if self.pid else set()))
+        self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume,
+                               lambda command: self.python.tell(self.stop, command), self.python.alive,
+                               self.solibs.read)
         self._reply: dict[str, Any] | None = None
-        self._catch_throw: int | None = None  # gdb's C++ throw catchpoint, when asked for
         self._deferred: list[Action] = []
 
     @property
@@ -131,30 +134,19 @@ class Session:
         self.gdb.start()
         # mi-async first: it is what lets gdb detach on its own when we die (see GdbMi.start).
         for command in ("-gdb-set mi-async on", "-gdb-set pagination off", "-gdb-set confirm off",
+                        "-gdb-set style enabled off",
                         "-gdb-set breakpoint pending on", "-gdb-set print thread-events off"):
             self.gdb.command(command)
         # Python ignores SIGPIPE itself; gdb's default would stop on every one.
         self.gdb.console("handle SIGPIPE nostop noprint pass")
         self.gdb.console(f"source {HELPER_SCRIPT}")
         self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
-        self._guard_function_calls()
+        self.call_safety = calls.guard(self.gdb)
         for pattern in SKIPPED_SOURCES:
             self.gdb.console(f"skip -gfile {pattern}")
         if self.hub is not None:  # the agents' trap: every Python stop is this breakpoint's hit
             result = self.gdb.command(f"-break-insert -f {agents.TRAP_FUNCTION}")
             self._trap = int(result["bkpt"]["number"])
-
-    def _guard_function_calls(self) -> None:
-        """Forbid gdb to call functions in the debuggee where that could harm it (see
-        ``calls``); the decision is kept in ``call_safety`` (the ``session`` event tells it)."""
-        try:
-            major: int | None = int(self.gdb.command("-data-evaluate-expression $_gdb_major")["value"])
-        except (GdbCommandError, KeyError, ValueError) as err:
-            log.info("gdb's version: %s", err)
-            major = None
-        self.call_safety = calls.assess_here(major)
-        if not self.call_safety.allowed:
-            self.gdb.command("-gdb-set may-call-functions off")
 
     def attach(self, pid: int, child: attach.Debuggee | None = None) -> None:
         """Attach gdb to ``pid``; on refusal raise the precise cause from the ptrace module.
@@ -175,84 +167,34 @@ class Session:
         self._pump_until(lambda: self.state == "stopped", SLOW_COMMAND_TIMEOUT, "the attach")
         if child is not None:
             self.resume()
-            self.gdb.command("-gdb-set auto-solib-add on")
             self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
         self.view.locate_python(pid)
-        self.ops.bind(pid, self.breakpoints)  # a process that has torch already (attach)
+        self.table.ops.bind(pid, self.table.items)  # a process that has torch already (attach)
         if child is None:
+            self.solibs.configure()
             self.tree.start_following()
-
-    def add_breakpoint(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
-        """Create a breakpoint (pending until a library defines it) and report it, now or
-        (``announce=False``, before the session is known) with ``announce_breakpoints``.
-        ``enabled=False`` keeps it from stopping until ``enable_breakpoints``: a launched
-        debuggee runs debugpy's start-up under gdb, and that code is not the user's."""
-        if spec.is_op:  # bound at once only where gdb is attached and has the symbols
-            breakpoint = self.ops.add(spec, enabled, self.pid, bind_now=self.state != "detached")
-        else:
-            bkpt = self._insert(spec, enabled)
-            breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
-            breakpoint.hint = self.ops.native_hint(spec, self.pid)
-        self.breakpoints[breakpoint.number] = breakpoint
-        self._disable_plt(breakpoint)
-        if announce:
-            self.emit(self._breakpoint_event(breakpoint))
-        return breakpoint
-
-    def _insert(self, spec: BreakSpec, enabled: bool, location: str | None = None) -> dict[str, Any]:
-        try:
-            result = self.gdb.command(spec.mi_insert(enabled, location), SLOW_COMMAND_TIMEOUT)
-        except GdbCommandError as err:
-            raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
-        bkpt: dict[str, Any] = result["bkpt"]
-        return bkpt
 
     def _bind_operators(self, payload: dict[str, Any]) -> None:
         """At a library-load stop: bind the operator breakpoints in the stopped process."""
         process = self.tree.stopped_in(payload)
         pid = process.pid if process is not None else self.pid
-        if pid is None or (process is not None and process.quiet):
-            return
-        for breakpoint in self.ops.bind(pid, self.breakpoints):
-            self.emit(self._breakpoint_event(breakpoint))
+        if pid is not None and (process is None or not process.quiet):
+            self.table.bind_operators(pid)
 
     def enable_breakpoints(self) -> None:
-        """Enable every breakpoint (inserted disabled while the debuggee started up)."""
-        numbers = [n for breakpoint in self.breakpoints.values() for n in self.ops.gdb_numbers(breakpoint)]
-        if numbers:
-            self.gdb.command("-break-enable " + " ".join(map(str, numbers)))
+        """Enable every breakpoint (inserted disabled while the debuggee started up), read
+        the symbols its start-up needed, and follow the debuggee's children from now on."""
+        self.table.enable_all()
+        self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)  # those debugpy's start loaded
+        self.solibs.configure()
         self.tree.start_following()
 
     def announce_breakpoints(self) -> None:
         """Report every breakpoint's current state, and the debuggee as the first process
         when children are followed (used once the session is known)."""
-        for breakpoint in self.breakpoints.values():
-            self.emit(self._breakpoint_event(breakpoint))
+        self.table.announce_all()
         if self.tree.follow != FOLLOW_NONE:
             self.tree.announce_root()
-
-    def delete_breakpoint(self, number: int) -> None:
-        """Delete one of the session's breakpoints."""
-        breakpoint = self.breakpoints.pop(number, None)
-        if breakpoint is None:
-            raise UsageError(f"no breakpoint {number}")
-        self.gdb.command("-break-delete " + " ".join(map(str, self.ops.gdb_numbers(breakpoint))))
-        self.ops.forget(breakpoint)
-        self.emit(self._breakpoint_event(breakpoint, deleted=True))
-
-    def _breakpoint_event(self, breakpoint: Breakpoint, deleted: bool = False) -> BreakpointChanged:
-        """A breakpoint's event, with the pids of the processes it has a location in."""
-        inferiors = {inferior for loc in breakpoint.real_locations for inferior in loc.inferiors}
-        return BreakpointChanged({**breakpoint.to_json(), "pids": self.tree.pids_of(inferiors)}, deleted)
-
-    def _disable_plt(self, breakpoint: Breakpoint) -> None:
-        stubs = breakpoint.plt_to_disable()
-        if stubs:
-            self.gdb.command("-break-disable " + " ".join(stubs))
-            breakpoint.locations = [
-                loc if loc.number not in stubs else type(loc)(**{**loc.__dict__, "enabled": False})
-                for loc in breakpoint.locations
-            ]
 
     # --- running ----------------------------------------------------------------------
 
@@ -272,62 +214,42 @@ class Session:
         """Step ``kind`` (next, stepIn, stepOut) from frame ``index`` of ``thread``'s mixed
         stack, in either language, across the boundary where the code goes there."""
         self._require_stopped("steps")
-        stack = self.inspect.stack(thread)
-        if not 0 <= index < len(stack.frames):
+        last = self.last_stop
+        own_frame = last is not None and last.thread == thread and last.reason in ("breakpoint", "step")
+        at = self.inspect.step_context(self.stop, thread, index, native_stop_frame=own_frame)
+        if not at.native_stop_frame and not 0 <= index < len(at.stack.frames):
             raise UsageError(f"no frame #{index} in thread {thread}")
-        at = self.inspect.step_context(self.stop, thread, stack, index)
         self.stepper.step(kind, at)
         if self.state == "stopped":  # a gdb step: the tree runs until its stop
             self.state = "running"
             self.inspect.forget()
             self.stop = None
 
-    def _agents_alive(self) -> dict[int, int]:
-        """The processes of the tree that have an agent, and its shared block's address."""
-        if self.hub is None:
-            return {}
-        live = set(self.tree.live_pids()) | ({self.pid} if self.pid else set())
-        return {pid: shared for pid, shared in self.hub.shared.items() if pid in live}
+    def configure_agents(self, **changes: Any) -> None:
+        """Change what the Python agents are told (see ``pystops``)."""
+        native_stop = self.state == "stopped" and (self.stop is None or self.stop.mailbox is None)
+        self.python.configure(native_stop, **changes)
 
     def _leave_stop(self) -> None:
         """Before the tree runs: a thread at a Python stop is told to continue (unless a
         step told it otherwise), and what was read at the stop is forgotten."""
-        if self.stop is not None and self.stop.mailbox is not None and not self.stop.answered:
-            self._tell_agent("continue")
+        if self.stop is not None and not self.stop.answered:
+            self.python.tell(self.stop, "continue")
         self.inspect.forget()
         self.stop = None
 
-    def _tell_agent(self, command: str) -> None:
-        """Give the thread at the Python stop its command for when it runs again."""
-        if self.stop is None or self.stop.mailbox is None:
-            return
-        agents.post_to_mailbox(self.inspect.write_memory, self.stop.mailbox, {"command": command})
-        self.stop.answered = True
-
     def _agent_request(self, request: dict[str, Any], timeout: float = STOP_TIMEOUT) -> dict[str, Any]:
         """Have the agent of the thread at the Python stop answer ``request`` (evaluate,
-        variables, children): only that thread runs meanwhile (scheduler-locking), and it
-        stops again with the reply. A native breakpoint hit meanwhile ends the request."""
-        stop = self.stop
-        if stop is None or stop.mailbox is None:
-            raise UsageError("Python values are asked of the agent at Python stops only")
-        agents.post_to_mailbox(self.inspect.write_memory, stop.mailbox, request)
-        self._reply = None
-        self.gdb.command("-gdb-set scheduler-locking on")
+        variables, children); a native breakpoint hit meanwhile ends the request."""
+        stop, self._reply = self.stop, None
+        self.python.ask(stop, request)
         try:
-            self.gdb.command(f"-exec-continue --thread {stop.thread}")
             self.state = "running"
             self._pump_until(lambda: self._reply is not None or self.stop is not stop, timeout,
                              "the Python request", reporting=True)
         finally:
-            self.gdb.command("-gdb-set scheduler-locking replay")
-        if self._reply is None:
-            raise DebuggerError("the program stopped elsewhere while Python evaluated")
-        reply, self._reply = self._reply, None
-        if "error" in reply:
-            raise DebuggerError(str(reply["error"]))
-        body: dict[str, Any] = reply.get("body", {})
-        return body
+            reply, self._reply = self._reply, None
+        return self.python.asked(reply)
 
     def interrupt(self) -> None:
         """Stop the running debuggee; the stop is reported as an ``interrupt``."""
@@ -398,7 +320,7 @@ class Session:
             self.state = "stopped"
             self._on_stopped(payload, reporting)
         elif record.message == "breakpoint-modified":
-            self._on_breakpoint_modified(payload["bkpt"])
+            self.table.on_modified(payload["bkpt"])
 
         elif record.message is not None and record.message.startswith("thread-"):
             process = self.tree.on_notify(record)
@@ -427,27 +349,17 @@ class Session:
         if self.state in ("running", "stopped") and self.tree.root in self.tree.reconcile():
             self._finish(None, None)
 
-    def _on_breakpoint_modified(self, bkpt: dict[str, Any]) -> None:
-        number = int(bkpt["number"])
-        breakpoint = self.breakpoints.get(self.ops.owner(number))
-        if breakpoint is None or self.ops.is_catchpoint(number):  # an operator's load catch: no place
-            return
-        before = _reported_state(breakpoint)
-        breakpoint.set_locations(number, locations_from_mi(bkpt))
-        self._disable_plt(breakpoint)
-        if _reported_state(breakpoint) != before:
-            self.emit(self._breakpoint_event(breakpoint))
-            if breakpoint.invalid_condition:
-                self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
-                                            f"'{breakpoint.spec.condition}' at some locations; "
-                                            "they are disabled"))
-
     def _on_stopped(self, payload: dict[str, Any], reporting: bool) -> None:
         reason = payload.get("reason", "")
         if reason.startswith("exited"):
             self._on_exit_stop(reason, payload, reporting)
-        elif reason == "solib-event":  # only operator breakpoints catch loads: bind, go on
+        elif reason == "solib-event":  # libraries loaded: read those breakpoints can be in, bind, go on
+            self.solibs.on_load(added_libraries(payload), [b.spec for b in self.table.items.values()],
+                                 self.table.ops.kernel_library())
             self._bind_operators(payload)
+            self.resume()
+        elif reason == "fork":  # a followed fork child, held: its libraries' symbols (see solibs)
+            self.solibs.on_fork()
             self.resume()
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
@@ -483,9 +395,9 @@ class Session:
     def _on_step_end(self, payload: dict[str, Any]) -> None:
         """A gdb step of ours ended: report it, unless it ended in glue and goes on."""
         thread = str(payload.get("thread-id", ""))
-        if self.stepper.native_thread is not None and thread.isdigit():
+        if self.stepper.native_thread is not None and thread.isdigit() and not is_users_frame_record(payload.get("frame") or {}):
             stack = self.inspect.stack(int(thread))
-            at = self.inspect.step_context(None, int(thread), stack, 0)
+            at = self.inspect.step_context(None, int(thread), 0)
             if not self.stepper.after_native_step(stack, at):
                 self.inspect.forget()
                 if self.state == "stopped":
@@ -505,10 +417,10 @@ class Session:
             return
         message = mailbox.message
         if message.get("event") == "reply":
-            if self.stop is not None and self.stop.mailbox is not None and self.stop.mailbox.tid == mailbox.tid:
+            if self.python.is_reply_for(self.stop, mailbox):
                 self._reply = message
             else:  # the reply to a request given up on (a native stop came first): run on
-                agents.post_to_mailbox(self.inspect.write_memory, mailbox, {"command": "continue"})
+                self.python.run_on(mailbox)
                 self.resume()
             return
         self.stepper.native_thread = None
@@ -516,33 +428,24 @@ class Session:
         if pid is not None:
             self.stepper.prepare(pid)
 
-    def catch_throw(self, enabled: bool) -> None:
-        """Stop (reason ``exception``) wherever C++ code throws, or no longer."""
-        if enabled and self._catch_throw is None:
-            self._catch_throw = int(self.gdb.command("-catch-throw")["bkpt"]["number"])
-        elif not enabled and self._catch_throw is not None:
-            self.gdb.command(f"-break-delete {self._catch_throw}")
-            self._catch_throw = None
-
     def _on_breakpoint_hit(self, payload: dict[str, Any]) -> None:
         hit = int(payload.get("bkptno", 0))
         if hit == self._trap:
             self._on_trap(payload)
             return
-        if hit == self._catch_throw:
+        if hit == self.table.throw_catch:
             self._report("exception", None, None, payload)
             return
         if str(hit) in self.stepper.temporary:  # where a step across the boundary lands
             self._report("step", None, None, payload)
             return
-        number = self.ops.owner(hit)
-        breakpoint = self.breakpoints.get(number)
+        breakpoint = self.table.owner(hit)
         function = (payload.get("frame") or {}).get("func")
         if breakpoint is None or breakpoint.is_plt_hit(payload.get("locno"), function):
             self.resume()  # a PLT stub or a breakpoint that is not ours: never a user stop
             return
         breakpoint.hits += 1
-        self._report("breakpoint", number, None, payload, op=breakpoint.targets.get(hit))
+        self._report("breakpoint", breakpoint.number, None, payload, op=breakpoint.targets.get(hit))
 
     def _report(self, reason: str, breakpoint: int | None, signal_name: str | None,
                 payload: dict[str, Any], op: str | None = None,
@@ -555,13 +458,17 @@ class Session:
         if pid is not None:
             self.view.select(pid)
         self.stop = StopPoint(pid or 0, thread_id or 0, python)
-        stack_now = self.view.mixed_stack(self.all_threads)
-        if thread_id is not None:
-            stack_now = self.inspect.as_stopped(thread_id, stack_now)
-            self.inspect.remember(thread_id, stack_now)
+        if self.eager_stacks:
+            stack_now = self.view.mixed_stack(self.all_threads)
+            if thread_id is not None:
+                stack_now = self.inspect.as_stopped(thread_id, stack_now)
+                self.inspect.remember(thread_id, stack_now)
+            arguments = self.native_arguments(stack_now, op)
+        else:
+            stack_now, arguments = stack.MixedStack((), "not read", False), None
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
                           thread=thread_id,
-                          stack=stack_now, op=op, arguments=self.native_arguments(stack_now, op),
+                          stack=stack_now, op=op, arguments=arguments,
                           pid=pid,
                           process=process.label() if process and process is not self.tree.root else None,
                           python=python.message if python is not None else None)
@@ -579,7 +486,7 @@ class Session:
     def native_arguments(self, stack_now: stack.MixedStack, op: str | None = None) -> list[dict[str, Any]] | None:
         """The innermost frame's tensor, list and scalar arguments, named after operator
         ``op``'s schema when it is an operator's kernel (see ``stopview``)."""
-        return self.view.native_arguments(stack_now, self.ops.argument_names(op) if op is not None else None)
+        return self.view.native_arguments(stack_now, self.table.ops.argument_names(op) if op is not None else None)
 
     def tensor_at(self, address: int) -> dict[str, Any]:
         """The tensor at ``address`` (a TensorImpl or at::Tensor), read from memory only."""
@@ -589,14 +496,6 @@ class Session:
     def _require_stopped(self, what: str) -> None:
         if self.state != "stopped":
             raise UsageError(f"the debuggee is running; {what} are read while it is stopped")
-
-    def function_names(self, pattern: str, limit: int) -> tuple[list[str], bool]:
-        """Loaded functions whose names match gdb regex ``pattern`` (see ``symbols``)."""
-        return symbols.function_names(self.gdb, pattern, limit)
-
-    def suggestions(self, name: str) -> list[str]:
-        """A few loaded function names close to ``name``, for "did you mean"."""
-        return symbols.suggestions(self.gdb, name)
 
     # --- ending -----------------------------------------------------------------------
 
@@ -610,15 +509,8 @@ class Session:
             except subprocess.TimeoutExpired:
                 log.warning("gdb saw the debuggee exit, but PID %d has not ended", self._child.pid)
         self.emit(Exited(code=code, signal=signal_name))
-        self.warn_unresolved()
+        self.table.warn_unresolved()
         raise SessionEnded(attach.shell_status(code, signal_name))
-
-    def warn_unresolved(self) -> None:
-        """Tell the user about breakpoints no loaded library ever defined (likely typos)."""
-        for breakpoint in self.breakpoints.values():
-            if breakpoint.pending:
-                self.emit(Notice("warning", f"breakpoint {breakpoint.number} ({breakpoint.spec.text}) "
-                                            "never resolved: no loaded library defines it"))
 
     def _gdb_died(self) -> None:
         """gdb ended under us: undo the int3 bytes it left, then say what became of the
@@ -631,7 +523,7 @@ class Session:
         self.gdb.wait_exit(STOP_TIMEOUT)
         restored = self._release_processes(repair=True)
         repair = f"{restored} breakpoint byte(s) restored"
-        fate = self._debuggee_fate()
+        fate = attach.fate(self._child, self.pid, FATE_GRACE)
         if fate is None:
             raise GdbExitedError(f"gdb (pid {self.gdb.pid}) died; the debuggee (pid {self.pid}) "
                                  f"runs on ({repair})")
@@ -639,26 +531,6 @@ class Session:
             repair += "; it was at a breakpoint gdb left when gdb died"
         raise GdbExitedError(f"gdb (pid {self.gdb.pid}) died, and the debuggee (pid {self.pid}) "
                              f"{fate} ({repair})")
-
-    def _debuggee_fate(self) -> str | None:
-        """How the debuggee ended, or None if it still runs after a short grace period: a
-        SIGTRAP the kernel queued at gdb's exit is delivered only once the thread runs."""
-        deadline = time.monotonic() + FATE_GRACE
-        while True:
-            fate = self._debuggee_fate_now()
-            if fate is not None or time.monotonic() > deadline:
-                return fate
-            time.sleep(0.05)
-
-    def _debuggee_fate_now(self) -> str | None:
-        if self._child is not None:
-            returncode = self._child.process.poll()
-            if returncode is None:
-                return None
-            code, signal_name = attach.exit_status(returncode)
-            return f"was killed by {signal_name}" if signal_name else f"exited with code {code}"
-        state = attach.process_state(self.pid) if self.pid else {}
-        return None if state and not state["State"].startswith(("Z", "X")) else "is gone"
 
     def detach(self, reason: str, code: int = 0) -> None:
         """Action: let go of the debuggee (it runs on) and end the session with ``code``.
@@ -736,12 +608,3 @@ class Session:
             restored += restore_breakpoint_bytes(self.pid) if repair else 0
             attach.ensure_running(self.pid)
         return restored
-
-
-def _reported_state(breakpoint: Breakpoint) -> object:
-    """What a change must alter for a ``breakpoint`` event. An operator's kernels re-bind one
-    by one when torch loads: it is reported when it binds first and when all are bound,
-    not at each of dozens of steps."""
-    if breakpoint.targets:
-        return breakpoint.resolution
-    return breakpoint.to_json(), breakpoint.invalid_condition

@@ -22,7 +22,9 @@ def function_names(gdb: GdbMi, pattern: str, limit: int) -> tuple[list[str], boo
     regex of 'info functions'), and whether gdb stopped at ``limit`` symbols.
 
     The limit keeps a huge library (libtorch: 600k symbols) to one scan in gdb's C code,
-    never a Python loop over all of its symbols."""
+    never a Python loop over all of its symbols. The symbols of every loaded library are
+    read first: gdb reads only those breakpoints need as libraries load."""
+    gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)  # every loaded library (see mixdbg.solibs)
     result = gdb.command(f"-symbol-info-functions --include-nondebug --name {mi_quote(pattern)} "
                                  f"--max-results {limit}", SLOW_COMMAND_TIMEOUT)
     symbols = result.get("symbols") or {}

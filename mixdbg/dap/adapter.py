@@ -25,6 +25,7 @@ from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import ClientGone, Connection, DapError, read_message
 from mixdbg.dap.registry import HANDLERS
+from mixdbg.dap.terminal import TerminalRequest
 from mixdbg.engine.agents import AgentHub
 from mixdbg.errors import GdbExitedError, MixdbgError
 from mixdbg.events import (
@@ -76,6 +77,7 @@ class Adapter:
         self.debuggee: attach.Debuggee | None = None
         self.hub: AgentHub | None = None
         self.output: OutputFiles | None = None
+        self.terminal: TerminalRequest | None = None  # the editor's terminal, held for the session
         self.client: dict[str, Any] = {}
         self.launched = False
         self.configured = False
@@ -83,6 +85,7 @@ class Adapter:
         self.done = False  # the client disconnected: serve returns
         self.frames: Handles[Frame] = Handles("frame")
         self.references: Handles[Any] = Handles("variables reference")
+        self.stop_cache: dict[Any, Any] = {}  # what one stop costs to read, kept until it ends
         self.breakpoints = Breakpoints()
         self.python_breakpoints: dict[str, list[dict[str, Any]]] = {}
         self.terminate_on_end = False
@@ -168,8 +171,11 @@ class Adapter:
             self.hub.close()
         if self.output is not None:
             self.output.stop()
+        if self.terminal is not None:
+            self.terminal.close()
         log.info("session ended (%s)", code)
-        self.connection.event("terminated")
+        if self.session is not None:  # a client that never launched has nothing to be told
+            self.connection.event("terminated")
 
     def client_gone(self) -> None:
         """The client vanished: let the debuggee go (it runs on), end, and stop serving."""
@@ -224,6 +230,7 @@ class Adapter:
         """The program runs again: frame and variable ids of the stop are invalid."""
         self.frames.reset()
         self.references.reset()
+        self.stop_cache.clear()
 
     def _stopped(self, event: Stopped) -> None:
         self.resumed()

@@ -80,7 +80,7 @@ def _python_lines(adapter: Adapter, path: str, wanted: list[dict[str, Any]]) -> 
     breakpoints[str(Path(path).resolve())] = chosen
     if not chosen:
         del breakpoints[str(Path(path).resolve())]
-    adapter.hub.configure(breakpoints=breakpoints)
+    _session(adapter).configure_agents(breakpoints=breakpoints)
     return [{"id": b.id, "verified": True, "line": b.line, "source": {"path": path}} for b in chosen]
 
 
@@ -96,7 +96,7 @@ def _native_lines(adapter: Adapter, path: str, wanted: list[dict[str, Any]]) -> 
             result.append({"id": dap_id, "verified": False, "line": int(raw["line"]),
                            "message": "logpoints are for Python lines; in C/C++ use a condition"})
             continue
-        breakpoint = session.add_breakpoint(spec, announce=False)
+        breakpoint = session.table.add(spec, announce=False)
         _hit_condition(session, breakpoint.number, raw.get("hitCondition"))
         adapter.breakpoints.dap_id[breakpoint.number] = dap_id
         kept.append((dap_id, breakpoint.number))
@@ -129,7 +129,7 @@ def _hit_condition(session: Session, number: int, text: str | None) -> None:
 def _delete(session: Session, adapter: Adapter, number: int) -> None:
     adapter.breakpoints.dap_id.pop(number, None)
     try:
-        session.delete_breakpoint(number)
+        session.table.delete(number)
     except (GdbExitedError, KeyboardInterrupt):
         raise
     except MixdbgError as err:  # already gone (its process exited): nothing to undo
@@ -153,7 +153,7 @@ def set_function_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dic
     result = []
     try:
         for spec, raw in zip(specs, wanted):
-            breakpoint = session.add_breakpoint(spec, announce=False)
+            breakpoint = session.table.add(spec, announce=False)
             dap_id = adapter.breakpoints.new_id()
             added.append((dap_id, breakpoint.number))
             adapter.breakpoints.dap_id[breakpoint.number] = dap_id
@@ -176,10 +176,9 @@ def set_exception_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> di
     catchpoint. Native crashes always stop: the process would die unseen otherwise."""
     filters = set(arguments.get("filters") or [])
     filters.update(str(option.get("filterId")) for option in arguments.get("filterOptions") or [])
-    if adapter.hub is not None:
-        adapter.hub.configure(raised="python-raised" in filters, uncaught="python-uncaught" in filters)
+    _session(adapter).configure_agents(raised="python-raised" in filters, uncaught="python-uncaught" in filters)
     try:
-        _session(adapter).catch_throw("cpp-throw" in filters)
+        _session(adapter).table.catch_throw("cpp-throw" in filters)
     except GdbCommandError as err:
         raise DapError(f"C++ throw: {err.gdb_message}") from None
     return {"breakpoints": [{"verified": True} for _ in sorted(filters)]}

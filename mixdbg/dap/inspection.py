@@ -91,7 +91,7 @@ def _frame(adapter: Adapter, thread: int, index: int, frame: Frame, cwd: str) ->
         result["source"] = {"name": Path(frame.file).name, "path": frame.file}
     else:
         result["name"] = f"{library}!{frame.function}"
-    if is_glue(frame) or not is_user_native(frame):
+    if index > 0 and (is_glue(frame) or not is_user_native(frame)):  # the stop's own frame stays in view
         result["presentationHint"] = "subtle"
     return result
 
@@ -115,8 +115,7 @@ def scopes(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     thread, index, stack = _frame_of(adapter, arguments.get("frameId"))
     frame = stack.frames[index]
     result = []
-    last = session.last_stop
-    if index == 0 and last is not None and last.thread == thread and last.arguments:
+    if index == 0 and _stop_arguments(adapter, session, thread):
         result.append({"name": "Arguments", "presentationHint": "arguments", "expensive": False,
                        "variablesReference": adapter.references.add(("arguments", thread, 0))})
     kind = "python-locals" if frame.kind == "python" else "native-locals"
@@ -132,8 +131,7 @@ def variables(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     reference = adapter.references.get(int(arguments["variablesReference"]))
     kind = reference[0]
     if kind == "arguments":
-        last = session.last_stop
-        found = [_argument(adapter, raw) for raw in (last.arguments or [] if last else [])]
+        found = [_argument(adapter, raw) for raw in _stop_arguments(adapter, session, reference[1])]
     elif kind == "python-locals":
         _, thread, index = reference
         values = session.inspect.python_locals(thread, index, session.inspect.stack(thread))
@@ -153,6 +151,20 @@ def variables(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     else:
         raise DapError(f"unknown variables reference kind {kind!r}")
     return {"variables": found}
+
+
+def _stop_arguments(adapter: Adapter, session: Session, thread: int) -> list[dict[str, Any]]:
+    """The stopped frame's tensor, list and scalar arguments, decoded from memory (once
+    per stop), when ``thread`` is the one that stopped."""
+    last = session.last_stop
+    if last is None or last.thread != thread:
+        return []
+    key = ("decoded arguments", thread)
+    if key not in adapter.stop_cache:
+        decoded = session.native_arguments(session.inspect.stack(thread), last.op)
+        adapter.stop_cache[key] = decoded or []
+    found: list[dict[str, Any]] = adapter.stop_cache[key]
+    return found
 
 
 def _variable(adapter: Adapter, value: Variable) -> dict[str, Any]:

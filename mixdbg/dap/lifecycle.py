@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import jsonschema
 
@@ -15,6 +15,7 @@ from mixdbg import attach
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import DapError
 from mixdbg.dap.registry import CAPABILITIES, request
+from mixdbg.dap.terminal import TerminalRequest
 from mixdbg.engine.agents import AgentHub
 from mixdbg.proctree import FOLLOW_NONE
 from mixdbg.session import Session
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
 
 #: The one source of the launch and attach arguments (the VS Code extension's too).
 CONFIGURATION = json.loads(Path(__file__).with_name("configuration.json").read_text())
+
+#: How deep a stack the editor is shown (the prompt shows 128; an editor pages through them).
+MAX_FRAMES = 1000
 
 EXCEPTION_FILTERS = [
     {"filter": "native-crash", "label": "Native crash", "default": True,
@@ -64,7 +68,9 @@ def _target(arguments: dict[str, Any]) -> attach.Target:
 
 def _new_session(adapter: Adapter, arguments: dict[str, Any], python: str, hub: AgentHub | None) -> Session:
     session = Session(adapter.on_event, auto_continue=False, gdb=arguments.get("gdb"), python=python,
-                      follow=str(arguments.get("follow", "python")), hub=hub, items=adapter.queue)
+                      max_frames=MAX_FRAMES,
+                      follow=str(arguments.get("follow", "python")), hub=hub, items=adapter.queue,
+                      eager_stacks=False)
     adapter.session = session
     session.start_gdb()
     return session
@@ -85,13 +91,19 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
     adapter.hub.configure(just_my_code=bool(arguments.get("justMyCode", True)),
                           stop_on_entry=bool(arguments.get("stopOnEntry", False)))
     session = _new_session(adapter, arguments, python, adapter.hub)
-    adapter.output = OutputFiles(lambda category, text: adapter.connection.event(
-        "output", {"category": category, "output": text}))
+    terminal = _terminal(adapter, arguments, target, cwd)
+    if terminal is None:
+        adapter.output = OutputFiles(lambda category, text: adapter.connection.event(
+            "output", {"category": category, "output": text}))
     env = {str(k): (None if v is None else str(v)) for k, v in (arguments.get("env") or {}).items()}
     debuggee = attach.launch(target, attach.LaunchOptions(
-        python=python, host="127.0.0.1", port=0, tracer=os.getpid(), stdout=adapter.output.stdout[1],
-        stderr=adapter.output.stderr[1], stdin_devnull=True,
-        no_vfork=session.tree.follow != FOLLOW_NONE, agent_socket=str(adapter.hub.path), cwd=cwd, env=env))
+        python=python, host="127.0.0.1", port=0, tracer=os.getpid(),
+        stdout=terminal or (adapter.output.stdout[1] if adapter.output else None),
+        stderr=terminal or (adapter.output.stderr[1] if adapter.output else None), stdin=terminal,
+        stdin_devnull=True, no_vfork=session.tree.follow != FOLLOW_NONE, agent_socket=str(adapter.hub.path),
+        cwd=cwd, env=env))
+    if terminal is not None:
+        terminal.close()  # the debuggee has its own descriptors on it
     adapter.debuggee = debuggee
     adapter.launched = True
     adapter.terminate_on_end = True
@@ -104,6 +116,26 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
                                          "systemProcessId": debuggee.pid, "isLocalProcess": True,
                                          "startMethod": "launch"})
     adapter.connection.event("initialized")
+
+
+def _terminal(adapter: Adapter, arguments: dict[str, Any], target: attach.Target, cwd: str) -> IO[bytes] | None:
+    """The editor's terminal for the debuggee (``console: integratedTerminal`` and a client
+    that runs commands in terminals), or None: output events then."""
+    console = str(arguments.get("console", "integratedTerminal"))
+    if console == "internalConsole" or not adapter.client.get("supportsRunInTerminalRequest"):
+        return None
+    request = TerminalRequest(f"mixdbg: {Path(target.name).name}", cwd)
+    answer: list[bool] = []
+    arguments_sent = request.arguments()
+    if console == "externalTerminal":
+        arguments_sent["kind"] = "external"
+    adapter.connection.reverse_request("runInTerminal", arguments_sent,
+                                       lambda response: answer.append(bool(response.get("success"))))
+    device = request.wait(lambda: answer[0] if answer else None)
+    if device is None:
+        adapter.say("mixdbg: the editor gave no terminal; the program's output goes to the debug console")
+    adapter.terminal = request
+    return device
 
 
 @request("attach")
@@ -140,6 +172,8 @@ def configuration_done(adapter: Adapter, arguments: dict[str, Any]) -> None:
             raise
         session.enable_breakpoints()
         adapter.debuggee.release()
+    else:  # attached: it has been held since the attach, its breakpoints now in
+        session.resume()
     adapter.configured = True
 
 

@@ -248,5 +248,18 @@ def clear_slots(write: WriteMemory, pid: int, shared: int) -> None:
         write(shared + ARMED_AT, struct.pack("<I", 0))
 
 
+def nudge(write: WriteMemory, pid: int, shared: int) -> None:
+    """After configuration was sent at a native stop: one more than the slots in use in
+    ``armed``, so that the first traced event applies it before any line runs (the reader
+    thread may not get the GIL in time: see the design's config channel)."""
+    try:
+        with ProcMemory(pid) as read:
+            magic, armed = struct.unpack("<QxxxxI", read(shared, 16))
+    except MemoryReadError:
+        return
+    if magic == MAGIC:
+        write(shared + ARMED_AT, struct.pack("<I", armed + 1))
+
+
 def _compact(values: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from mixdbg.stack import Frame, MixedStack
 
@@ -61,3 +62,12 @@ def first_visible(stack: MixedStack) -> int | None:
         if frame.kind == "python" or is_user_native(frame):
             return number
     return None
+
+
+def is_users_frame_record(raw: dict[str, Any]) -> bool:
+    """Whether an MI frame record (a stop's ``frame``) is in the user's native code: a step
+    that ended there is reported without reading the whole stack."""
+    line = str(raw.get("line", ""))
+    frame = Frame(kind="native", function=str(raw.get("func", "")), file=raw.get("fullname"),
+                  line=int(line) if line.isdigit() else None, library=raw.get("from"))
+    return is_user_native(frame)

@@ -80,6 +80,7 @@ class Inspector:
         self.stop: StopPoint | None = None
         self._stacks: dict[int, MixedStack] = {}
         self._varobjs: list[str] = []
+        self._lwps: dict[int, int] = {}
 
     # --- memory -------------------------------------------------------------------------
 
@@ -169,16 +170,23 @@ class Inspector:
                 log.debug("deleting %s: %s", name, err.gdb_message)
         self._varobjs.clear()
 
-    def step_context(self, stop: StopPoint | None, thread: int, stack: MixedStack, index: int) -> StepContext:
+    def step_context(self, stop: StopPoint | None, thread: int, index: int,
+                     native_stop_frame: bool = False) -> StepContext:
         """What a step from frame ``index`` of ``thread`` starts from."""
         pid = self.pid_of(thread)
-        lwp = next((t.lwp for t in self.threads() if t.id == thread), pid)
         mailbox = stop.mailbox if stop is not None and stop.thread == thread else None
         shared = None
         if self.hub is not None:
             shared = self.hub.shared.get(pid) or (self.hub.shared.get(self.root_pid) if self.root_pid else None)
-        return StepContext(pid=pid, thread=thread, tid=lwp, stack=stack, index=index, mailbox=mailbox,
-                           shared=shared)
+        return StepContext(pid=pid, thread=thread, tid=self.lwp_of(thread), index=index, mailbox=mailbox,
+                           shared=shared, read_stack=lambda: self.stack(thread),
+                           native_stop_frame=native_stop_frame and mailbox is None and index == 0)
+
+    def lwp_of(self, thread: int) -> int:
+        """The kernel's id of gdb thread ``thread`` (kept: a thread keeps its LWP)."""
+        if thread not in self._lwps:
+            self._lwps.update((t.id, t.lwp) for t in self.threads())
+        return self._lwps.get(thread, self.pid_of(thread))
 
     # --- variables ----------------------------------------------------------------------
 

@@ -31,17 +31,19 @@ GLUE_NAMES = re.compile(r"^(PyInit_|pybind11_init_|pybind11_exec_|__pyx_pw_|__Py
                         r"__static_initialization|__cxx_global|_sub_I_)")
 
 
-def user_functions(pid: int) -> list[str]:
-    """The names (qualified, as gdb takes them) of the user's functions in the libraries
-    ``pid`` has loaded."""
-    names: set[str] = set()
+def user_functions(pid: int) -> dict[str, tuple[str, ...]]:
+    """The user's functions in the libraries ``pid`` has loaded: per library, their names
+    (qualified, as gdb takes them)."""
+    found: dict[str, tuple[str, ...]] = {}
     for library in _loaded_libraries(pid):
         try:
             stat = os.stat(library)
         except OSError:
             continue
-        names.update(_functions_of(library, stat.st_mtime_ns, stat.st_size))
-    return sorted(names)
+        names = _functions_of(library, stat.st_mtime_ns, stat.st_size)
+        if names:
+            found[library] = names
+    return found
 
 
 def _loaded_libraries(pid: int) -> list[str]:

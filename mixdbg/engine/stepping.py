@@ -33,20 +33,42 @@ SKIPPED_SOURCES = ("*/Objects/*", "*/Python/*", "*/Include/*", "*/Modules/*", "*
 
 @dataclass
 class StepContext:
-    """What a step starts from: the process, gdb thread, its LWP and stack, the frame."""
+    """What a step starts from: the process, gdb thread, its LWP, the frame's index in the
+    thread's mixed stack (read only when the step needs it: a native step from the stop's
+    own frame does not), and the agent's mailbox and shared block where there are."""
 
     pid: int
     thread: int
     tid: int
-    stack: MixedStack
     index: int
     mailbox: agents.Mailbox | None  # the agent's, when this thread is at a Python stop
     shared: int | None  # the process's agent shared block (None: no agent there)
+    read_stack: Callable[[], MixedStack]
+    #: The frame is the stop's own, in native code (known without reading the stack).
+    native_stop_frame: bool = False
+    _stack: MixedStack | None = None
+
+    @property
+    def stack(self) -> MixedStack:
+        """The thread's mixed stack (read once)."""
+        if self._stack is None:
+            self._stack = self.read_stack()
+        return self._stack
 
     @property
     def frame(self) -> Frame:
         """The frame the step is for."""
         return self.stack.frames[self.index]
+
+    @property
+    def in_python(self) -> bool:
+        """Whether the step starts in a Python frame."""
+        return not self.native_stop_frame and self.frame.kind == "python"
+
+    @property
+    def level(self) -> int:
+        """The frame's gdb level (native frames)."""
+        return 0 if self.native_stop_frame else self.frame.level or 0
 
 
 @dataclass
@@ -62,6 +84,8 @@ class Stepper:
     tell_agent: Callable[[str], None]
     #: Every process's agent shared block (pid -> address): all are disarmed at a stop.
     agents_of: Callable[[], dict[int, int]] = dict
+    #: Make gdb read a loaded library's symbols (it reads only those breakpoints need).
+    read_library: Callable[[str], None] = lambda path: None
     temporary: list[str] = field(default_factory=list)
     #: A gdb step of ours is under way on this thread (its stops may need a glue hop).
     native_thread: int | None = None
@@ -88,7 +112,7 @@ class Stepper:
             raise UsageError(f"unknown step {kind!r}")
         self.hops = 0
         self.kind = kind
-        if at.frame.kind == "python":
+        if at.in_python:
             self._python_step(kind, at)
         else:
             self._native_step(kind, at)
@@ -111,10 +135,11 @@ class Stepper:
         self.resume_all()
 
     def _native_step(self, kind: str, at: StepContext) -> None:
-        level = at.frame.level or 0
+        level = at.level
         if kind == "stepOut":
             outer = outer_visible(at.stack, at.index)
-            if outer is not None and outer[1].kind == "python" and outer[1].depth is not None:
+            if outer is not None and outer[1].kind == "python" and outer[1].depth is not None \
+                    and at.shared is not None:
                 self._arm(at, agents.STEP_TO_DEPTH, outer[1].depth)
                 self.resume_all()
                 return
@@ -143,6 +168,8 @@ class Stepper:
             return True
         self.hops += 1
         target = stack.frames[visible]
+        if target.kind == "python" and at.shared is None:
+            return True  # no agent to stop at the Python line: shown here, under it
         if target.kind == "python" and target.depth is not None:
             if self.kind != "stepIn":  # a Step Into stays armed for any Python line
                 self._arm(at, agents.STEP_TO_DEPTH, target.depth)
@@ -162,8 +189,10 @@ class Stepper:
     def _break_in_user_functions(self, pid: int, thread: int) -> None:
         """Temporary breakpoints, on ``thread``, on every function of the user's native
         sources loaded in process ``pid``: where a Step Into from Python may land."""
-        for name in native_sources.user_functions(pid):
-            self._temporary_break(name, thread)
+        for library, names in native_sources.user_functions(pid).items():
+            self.read_library(library)
+            for name in names:
+                self._temporary_break(name, thread)
 
     def _arm(self, at: StepContext, mode: int, depth: int) -> None:
         if at.shared is None:

@@ -88,6 +88,9 @@ class ProcessTree:
         if self.follow == FOLLOW_NONE or self.following:
             return
         self.gdb.console("set detach-on-fork off")
+        # gdb reads a fork child's libraries only under auto-solib-add on (mixdbg keeps it
+        # off): the session reads those breakpoints need at this stop (see mixdbg.solibs).
+        self.gdb.console("catch fork")
         self.following = True
 
     @property
@@ -236,6 +239,7 @@ class ProcessTree:
             if not ended:
                 continue
             gone.append(process)
+            log.info("gdb did not report the exit of pid %d (found in /proc)", process.pid)
             if process is self.root:
                 self.table.ended(process)
             else:

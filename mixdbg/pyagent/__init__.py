@@ -5,7 +5,12 @@ raised and uncaught Python exceptions, justMyCode, and Python variables and eval
 Python stop. Every stop is a call of the native *trap* that gdb has a breakpoint on, with the
 thread's mailbox as argument; the contract with the engine is docs/dap-design.md ("The agent").
 
-``agent.py`` and ``values.py`` use the standard library only: bootstrap loads ``agent.py`` by
-path (module name ``_mixdbg_agent``) before the user's program, and nothing of mixdbg's own
-environment is imported into the debuggee.
+Standard library only, and loaded by path: bootstrap loads ``agent.py`` (module name
+``_mixdbg_agent``) before the user's program, which loads its siblings the same way, so
+nothing of mixdbg's own environment is imported into the debuggee:
+
+- ``agent.py``: start, tracing, breakpoints, steps, exception stops, fork;
+- ``layout.py``: the shared block and mailboxes in memory, and the exchange at a trap;
+- ``values.py``: variables, evaluation, conditions and logpoint messages at a stop;
+- ``channel.py``: the config socket.
 """

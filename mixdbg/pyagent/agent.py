@@ -11,23 +11,14 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-import json
 import os
-import platform
-import re
 import site
-import socket
 import sys
 import sysconfig
 import threading
-import traceback
 from types import CodeType, FrameType, TracebackType
-from typing import Any, BinaryIO, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-MAGIC = 0x4741474244584D4D  # b"MMXDBGAG" read as a little-endian u64; Shared and Mailbox
-VERSION = 1
-STEP_IN, STEP_TO_DEPTH, STEP_OUT = 1, 2, 3
-OUT_SIZE, IN_SIZE = 1 << 20, 64 << 10
 #: Exceptions that are control flow, not errors: never a "raised" stop.
 _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
 #: 3.12's legacy tracing ignores ``f_trace_opcodes`` set on a running frame unless settrace
@@ -40,50 +31,38 @@ class AgentError(Exception):
     """The engine could not be reached, or went away before the program was let go."""
 
 
-class Slot(ctypes.Structure):
-    """A step armed on one thread (by the engine while all is stopped, or by the agent)."""
-
-    _fields_ = [("tid", ctypes.c_uint64), ("mode", ctypes.c_uint32), ("depth", ctypes.c_uint32)]
-
-
-class Shared(ctypes.Structure):
-    """The process's one shared block; the engine finds it through the hello message."""
-
-    _fields_ = [("magic", ctypes.c_uint64), ("version", ctypes.c_uint32), ("armed", ctypes.c_uint32),
-                ("slots", Slot * 16)]
-
-
-class Mailbox(ctypes.Structure):
-    """One thread's stop conversation: ``out`` is the agent's JSON, ``in_`` the engine's."""
-
-    _fields_ = [("magic", ctypes.c_uint64), ("shared", ctypes.c_uint64), ("tid", ctypes.c_uint64),
-                ("out_len", ctypes.c_uint32), ("in_len", ctypes.c_uint32),
-                ("out", ctypes.c_char * OUT_SIZE), ("in_", ctypes.c_char * IN_SIZE)]
-
-
-def _load_values() -> Any:
-    """The sibling ``values.py``, loaded by path like this file (no package is importable)."""
-    name = "_mixdbg_agent_values"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), "values.py"))
+def _load_sibling(name: str) -> Any:
+    """A sibling module, loaded by path like this file (no package is importable)."""
+    module_name = f"_mixdbg_agent_{name}"
+    if module_name not in sys.modules:
+        path = os.path.join(os.path.dirname(__file__), f"{name}.py")
+        spec = importlib.util.spec_from_file_location(module_name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
+        sys.modules[module_name] = module
         spec.loader.exec_module(module)
-    return sys.modules[name]
+    return sys.modules[module_name]
 
 
-values = _load_values()
+if TYPE_CHECKING:
+    from mixdbg.pyagent import channel, layout, values
+else:
+    layout, values, channel = (_load_sibling(name) for name in ("layout", "values", "channel"))
+STEP_IN, STEP_TO_DEPTH, STEP_OUT = layout.STEP_IN, layout.STEP_TO_DEPTH, layout.STEP_OUT
 #: The agent's own code files, whose frames are never shown (nor counted in K).
-_AGENT_FILES = frozenset({__file__, values.__file__})
+_AGENT_FILES = frozenset({__file__, layout.__file__, values.__file__, channel.__file__})
 _native_trap = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("Py_GetCompiler", ctypes.pythonapi))
 #: The stop: called with a mailbox address, returns when the engine resumes the thread.
 #: Tests replace it by a Python callable that plays the engine.
 trap: Callable[[int], object] = _native_trap
 
-_shared = Shared(magic=MAGIC, version=VERSION)
-#: ``_shared.armed`` as the tracer reads it: a memoryview item is the cheapest read of memory.
-_armed = memoryview((ctypes.c_uint32 * 1).from_buffer(_shared, Shared.armed.offset)).cast("B").cast("I")
+_shared = layout.Shared(magic=layout.MAGIC, version=layout.VERSION)
+#: The shared block as the tracer reads it: memoryview items are the cheapest reads of memory.
+_words = memoryview((ctypes.c_uint64 * (ctypes.sizeof(layout.Shared) // 8)).from_buffer(_shared)).cast("B").cast("Q")
+_halves = _words.cast("B").cast("I")
+_armed = _halves[3:4]  # Shared.armed
+_slot_tids = _words[2::2]  # Slot.tid of each slot
+_slot_modes = _halves[6::4]  # Slot.mode of each slot
 
 # Configuration, replaced wholesale by the reader thread (never mutated in place).
 _breakpoints: dict[str, dict[int, list[dict[str, Any]]]] = {}  # real path -> line -> breakpoints
@@ -104,15 +83,18 @@ _MIXDBG_DIR = os.path.dirname(_AGENT_DIR)
 
 
 def _library_roots() -> tuple[str, ...]:
-    """Directories whose files are never user code: the standard library and site-packages."""
+    """Directories whose files are never user code: the standard library and site-packages,
+    each as configured and resolved (a file's name is checked before it is resolved)."""
     paths = sysconfig.get_paths()
     roots = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
     roots += site.getsitepackages() if hasattr(site, "getsitepackages") else []
     roots.append(site.getusersitepackages())
-    return tuple(sorted({os.path.join(os.path.realpath(root), "") for root in roots}))
+    forms = {os.path.abspath(root) for root in roots} | {os.path.realpath(root) for root in roots}
+    return tuple(sorted(os.path.join(root, "") for root in forms))
 
 
 _LIBRARY_ROOTS = _library_roots()
+_bp_basenames: frozenset[str] = frozenset()  # of the files with breakpoints
 
 
 def is_user_code(filename: str, just_my_code: bool = True) -> bool:
@@ -127,9 +109,15 @@ def is_user_code(filename: str, just_my_code: bool = True) -> bool:
 
 
 def _classify(filename: str) -> Any:
-    """Classify a code file seen for the first time; the line tracer of its frames."""
+    """Classify a code file seen for the first time; the line tracer of its frames. A library
+    file is known by its name, unresolved (resolving every file of ``import torch`` costs
+    0.1 s), unless a file with breakpoints has its base name."""
+    if _just_my_code and filename.startswith(_LIBRARY_ROOTS) and os.path.basename(filename) not in _bp_basenames:
+        _real[filename], _user[filename] = "", False
+        _tracers[filename] = None
+        return None
     real = _real[filename] = os.path.realpath(filename) if not filename.startswith("<") else filename
-    user = _user[filename] = is_user_code(filename, _just_my_code)
+    user = _user[filename] = is_user_code(real, _just_my_code)
     table = _breakpoints.get(real)
     if table is not None:
         _bp_lines[filename] = table
@@ -145,46 +133,60 @@ def _tracer_for(filename: str, user: bool) -> Any:
 
 # --- tracing -------------------------------------------------------------------------------
 
-def _trace_call(frame: FrameType, event: str, arg: Any) -> Any:
+# The tracers run on every call and line: what they read often is bound as a default
+# argument (a local variable is the cheapest read). ``_tracers`` is never rebound.
+
+def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.get) -> Any:
     """The global trace function: a line tracer for user frames and files with breakpoints."""
-    tracer = _tracers.get(frame.f_code.co_filename, _classify)
+    tracer = tracers(frame.f_code.co_filename, _classify)
+    if tracer is None:
+        return None
     if tracer is _classify:
         tracer = _classify(frame.f_code.co_filename)
-    if _entry_pending and tracer is not None and frame.f_code.co_name == "<module>" and \
-            frame.f_globals.get("__name__") == "__main__":
+        if tracer is None:
+            return None
+    if _armed[0]:
+        if _sync_configuration():
+            tracer = _tracers.get(frame.f_code.co_filename)
+        if tracer is _trace_steps and not _break_raised and not _step_call(frame):
+            return None
+    if _entry_pending and frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
         return _trace_entry
     return tracer
 
 
-def _trace_breakpoints(frame: FrameType, event: str, arg: Any) -> Any:
+def _trace_breakpoints(frame: FrameType, event: str, arg: Any, armed: memoryview = _armed) -> Any:
     """The line tracer of files with breakpoints: breakpoints first, then armed steps."""
     if event == "line":
         lines = _bp_lines.get(frame.f_code.co_filename)
         if lines is not None and frame.f_lineno in lines and _hit(frame, lines[frame.f_lineno]):
             return _trace_breakpoints
-        if _armed[0]:
+        if armed[0]:
             _step_line(frame)
+    elif event == "return":
+        if _armed[0]:
+            _step_return(frame)
     else:
         _other_event(frame, event, arg)
     return _trace_breakpoints
 
 
-def _trace_steps(frame: FrameType, event: str, arg: Any) -> Any:
+def _trace_steps(frame: FrameType, event: str, arg: Any, armed: memoryview = _armed) -> Any:
     """The line tracer of user files without breakpoints: only armed steps."""
     if event == "line":
-        if _armed[0]:
+        if armed[0]:
             _step_line(frame)
+    elif event == "return":
+        if _armed[0]:
+            _step_return(frame)
     else:
         _other_event(frame, event, arg)
     return _trace_steps
 
 
 def _other_event(frame: FrameType, event: str, arg: Any) -> None:
-    """return (a step may stop in the caller), exception (raised), opcode (after a return)."""
-    if event == "return":
-        if _armed[0]:
-            _step_return(frame)
-    elif event == "exception":
+    """exception (raised), opcode (the first instruction after a return)."""
+    if event == "exception":
         if _break_raised:
             _raised(frame, arg)
     elif event == "opcode":
@@ -223,17 +225,17 @@ def _depth_at_most(frame: FrameType | None, limit: int) -> bool:
 
 # --- steps (slots) -------------------------------------------------------------------------
 
-def _my_slot() -> Slot | None:
+def _my_slot() -> layout.Slot | None:
     """The slot armed for the calling thread, if any."""
     tid = threading.get_native_id()
-    slots: list[Slot] = list(_shared.slots)
-    for slot in slots:
-        if slot.mode and slot.tid == tid:
-            return slot
-    return None
+    tids = _slot_tids.tolist()
+    if tid not in tids:
+        return None
+    slot: layout.Slot = _shared.slots[tids.index(tid)]
+    return slot if slot.mode else None
 
 
-def _clear_slot(slot: Slot) -> None:
+def _clear_slot(slot: layout.Slot) -> None:
     slot.tid = slot.mode = slot.depth = 0
     if _shared.armed:
         _shared.armed -= 1
@@ -248,7 +250,51 @@ def _arm(mode: int, depth: int) -> None:
             return
 
 
+def _forget_dead_threads() -> None:
+    """Free the mailboxes and slots of threads that have ended (a step can outlive its
+    thread: ``next`` on the last line of a thread's function)."""
+    alive = _live_thread_ids()
+    for tid in [tid for tid in _threads if tid not in alive]:
+        del _threads[tid]
+    for slot in _shared.slots:
+        if slot.mode and slot.tid not in alive:
+            _clear_slot(slot)
+
+
+def _live_thread_ids() -> set[int]:
+    """Native ids of the process's threads, those that C code started included."""
+    try:
+        return {int(tid) for tid in os.listdir("/proc/self/task")}
+    except OSError:
+        return {thread.native_id for thread in threading.enumerate() if thread.native_id is not None}
+
+
+def _step_call(frame: FrameType) -> bool:
+    """Whether a new frame of a file without breakpoints may stop the step armed on this
+    thread: a frame deeper than a ``next`` or ``stepOut`` needs no line events (as in bdb)."""
+    slot = _my_slot()
+    return slot is None or slot.mode == STEP_IN or _depth_at_most(frame, slot.depth)
+
+
+def _sync_configuration() -> bool:
+    """Whether the engine had configuration pending, now applied. After writing configuration
+    at a native stop the engine adds 1 to ``armed`` beyond the slots in use, so that the
+    first traced event, in any thread, applies it before a line runs (the reader thread
+    may not get the GIL for 5 ms)."""
+    modes = _slot_modes.tolist()
+    in_use = len(modes) - modes.count(0)
+    if _armed[0] <= in_use:
+        return False
+    _shared.armed = in_use
+    _drain()
+    return True
+
+
 def _step_line(frame: FrameType) -> None:
+    if _sync_configuration():
+        lines = _bp_lines.get(frame.f_code.co_filename)
+        if lines is not None and frame.f_lineno in lines and _hit(frame, lines[frame.f_lineno]):
+            return
     slot = _my_slot()
     if slot is None:
         return
@@ -315,23 +361,6 @@ def _step_opcode(frame: FrameType) -> None:
 
 # --- breakpoints ---------------------------------------------------------------------------
 
-_HIT_CONDITION = re.compile(r"^\s*(==|>=|<=|>|<|%)?\s*(\d+)\s*$")
-
-
-def hit_condition_met(hit_condition: str, hits: int) -> bool:
-    """VS Code's hitCondition as debugpy reads it: ``N`` is the Nth hit; ``>N``, ``>=N``,
-    ``<N``, ``<=N``, ``==N`` compare; ``%N`` is every Nth; anything else is a Python
-    expression in which ``@HIT@`` is the hit count."""
-    match = _HIT_CONDITION.match(hit_condition)
-    if match is None:
-        return bool(eval(hit_condition.replace("@HIT@", str(hits)), {}, {}))
-    operator, number = match.group(1) or "==", int(match.group(2))
-    if operator == "%":
-        return number != 0 and hits % number == 0
-    return {"==": hits == number, ">=": hits >= number, "<=": hits <= number,
-            ">": hits > number, "<": hits < number}[operator]
-
-
 def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
     """Evaluate the breakpoints of a line; stop (or log) and say whether the line stopped."""
     stopping: list[int] = []
@@ -340,7 +369,7 @@ def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
             if "condition" in bp and not eval(bp["code"], frame.f_globals, frame.f_locals):
                 continue
             _hits[bp["id"]] = hits = _hits.get(bp["id"], 0) + 1
-            if "hitCondition" in bp and not hit_condition_met(bp["hitCondition"], hits):
+            if "hitCondition" in bp and not values.hit_condition_met(bp["hitCondition"], hits):
                 continue
         except Exception as err:  # the user's condition: reported, and the line stops
             _send({"problem": f"breakpoint condition failed: {values.one_line(err)}", "breakpoint": bp["id"]})
@@ -357,7 +386,7 @@ def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
 
 def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
     """Replace every breakpoint; lines of files already running get traced from now on."""
-    global _breakpoints, _bp_lines
+    global _breakpoints, _bp_lines, _bp_basenames
     table: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for path, bps in files.items():
         for bp in bps:
@@ -369,7 +398,8 @@ def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
                     bp["code"] = compile("True", "<condition>", "eval")
             table.setdefault(os.path.realpath(path), {}).setdefault(int(bp["line"]), []).append(bp)
     _breakpoints = table
-    known = list(_real.items())
+    _bp_basenames = frozenset(os.path.basename(path) for path in table)
+    known = [(name, real or _resolve_if_named(name)) for name, real in list(_real.items())]
     _bp_lines = {name: table[real] for name, real in known if real in table}
     for name, _real_path in known:
         _tracers[name] = _tracer_for(name, _user.get(name, False))
@@ -381,22 +411,39 @@ def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
             frame = frame.f_back
 
 
+def _resolve_if_named(name: str) -> str:
+    """The real path of a library file not resolved yet, if a breakpoint file has its name."""
+    if os.path.basename(name) not in _bp_basenames:
+        return ""
+    _real[name] = os.path.realpath(name)
+    return _real[name]
+
+
 # --- exceptions ----------------------------------------------------------------------------
 
 def _exception_info(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> dict[str, str]:
+    import traceback  # only at an exception stop: it costs several ms at every start
+
     text = "".join(traceback.format_exception(kind, exc, tb))
     return {"type": kind.__qualname__, "message": str(exc), "text": text[-(64 << 10):]}
 
 
 def _raised(frame: FrameType, arg: tuple[type[BaseException], BaseException, TracebackType]) -> None:
-    """A raised exception seen in a traced frame: stop once per exception object."""
+    """A raised exception seen in a user frame (a library file traced for its breakpoints
+    does not count): stop once per exception object."""
     kind, exc, tb = arg
     state = _thread()
-    if issubclass(kind, _QUIET_EXCEPTIONS) or state.reported is exc:
+    if issubclass(kind, _QUIET_EXCEPTIONS) or state.reported is exc or _quiet_exit(exc) or \
+            not _user.get(frame.f_code.co_filename):
         return
     state.reported = exc  # a strong reference: an id could be reused by the next exception
     info = _exception_info(kind, exc, tb)
     _stop(frame, "exception", description=f"{info['type']}: {info['message']}", exception=info)
+
+
+def _quiet_exit(exc: BaseException) -> bool:
+    """``sys.exit()``, ``sys.exit(0)``: a normal end, never a stop (debugpy's default)."""
+    return isinstance(exc, SystemExit) and exc.code in (None, 0)
 
 
 def _post_mortem(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
@@ -441,7 +488,7 @@ class _ThreadState:
     __slots__ = ("mailbox", "reported", "return_frame")
 
     def __init__(self) -> None:
-        self.mailbox: Mailbox | None = None
+        self.mailbox: layout.Mailbox | None = None
         self.reported: BaseException | None = None
         self.return_frame: FrameType | None = None
 
@@ -457,9 +504,9 @@ def _thread() -> _ThreadState:
     return state
 
 
-def _mailbox(state: _ThreadState) -> Mailbox:
+def _mailbox(state: _ThreadState) -> layout.Mailbox:
     if state.mailbox is None:
-        state.mailbox = Mailbox(magic=MAGIC, shared=ctypes.addressof(_shared), tid=threading.get_native_id())
+        state.mailbox = layout.Mailbox(magic=layout.MAGIC, shared=ctypes.addressof(_shared), tid=threading.get_native_id())
     return state.mailbox
 
 
@@ -477,6 +524,7 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
           description: str = "", exception: dict[str, str] | None = None,
           frames: list[FrameType] | None = None) -> None:
     """Stop the calling thread: trap until the engine resumes it, serving its requests."""
+    _forget_dead_threads()
     state = _thread()
     slot = _my_slot()
     if slot is not None:
@@ -492,11 +540,12 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
     session = values.StopSession(frames if frames is not None else _user_frames(frame))
     mailbox = _mailbox(state)
     while True:
-        command = _trap(mailbox, message)
-        name = command.get("command", "continue") if command is not None else "continue"
+        command = layout.exchange(mailbox, message, trap) or {"command": "continue"}
+        name = command.get("command", "continue")
         if name in ("continue", "next", "stepIn", "stepOut"):
             break
         message = session.handle(command)
+    _drain()
     if name == "next" and frame is not None:
         _arm(STEP_TO_DEPTH, depth)
     elif name == "stepIn" and frame is not None:
@@ -505,59 +554,34 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
         _arm(STEP_OUT, depth)
 
 
-def _trap(mailbox: Mailbox, message: dict[str, Any]) -> dict[str, Any] | None:
-    """Write ``message`` to ``out``, call the trap, read ``in`` (None: the engine let go)."""
-    data = json.dumps(message).encode()
-    if len(data) > OUT_SIZE:
-        data = json.dumps({"event": "reply", "id": message.get("id"), "error": "reply larger than 1 MiB"}).encode()
-    ctypes.memmove(ctypes.addressof(mailbox) + Mailbox.out.offset, data, len(data))
-    mailbox.out_len = len(data)
-    mailbox.in_len = 0
-    trap(ctypes.addressof(mailbox))
-    size = min(mailbox.in_len, IN_SIZE)
-    if size == 0:
-        return None
-    raw = ctypes.string_at(ctypes.addressof(mailbox) + Mailbox.in_.offset, size)
-    mailbox.in_len = 0
-    try:
-        command: dict[str, Any] = json.loads(raw)
-    except ValueError:
-        return None
-    return command
-
-
 # --- the config channel --------------------------------------------------------------------
 
-_channel: socket.socket | None = None
+_channel: Any = None  # channel.Channel, once connected
 _socket_path = ""
-_send_lock = threading.Lock()
 
 
 def _send(message: dict[str, Any]) -> None:
-    """One line of JSON to the engine; dropped if the engine is gone (the program runs on)."""
-    channel = _channel
-    if channel is None:
-        return
-    with _send_lock:
-        try:
-            channel.sendall(json.dumps(message).encode() + b"\n")
-        except OSError:
-            pass  # the engine is gone: nobody is left to tell
+    """One line of JSON to the engine, if connected."""
+    if _channel is not None:
+        _channel.send(message)
 
 
-def _apply(message: dict[str, Any]) -> None:
-    """Apply one configuration message."""
+def _handle(message: dict[str, Any]) -> None:
+    """Apply one configuration message; a malformed one is reported, not raised."""
     global _break_raised, _break_uncaught, _just_my_code, _entry_pending
-    if "breakpoints" in message:
-        _set_breakpoints(message["breakpoints"])
-    if "exceptions" in message:
-        _break_raised = bool(message["exceptions"].get("raised"))
-        _break_uncaught = bool(message["exceptions"].get("uncaught"))
-    if "justMyCode" in message and bool(message["justMyCode"]) != _just_my_code:
-        _just_my_code = bool(message["justMyCode"])
-        _forget_files()
-    if "stopOnEntry" in message:
-        _entry_pending = bool(message["stopOnEntry"])
+    try:
+        if "breakpoints" in message:
+            _set_breakpoints(message["breakpoints"])
+        if "exceptions" in message:
+            _break_raised = bool(message["exceptions"].get("raised"))
+            _break_uncaught = bool(message["exceptions"].get("uncaught"))
+        if "justMyCode" in message and bool(message["justMyCode"]) != _just_my_code:
+            _just_my_code = bool(message["justMyCode"])
+            _forget_files()
+        if "stopOnEntry" in message:
+            _entry_pending = bool(message["stopOnEntry"])
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        _send({"problem": f"bad configuration message: {values.one_line(err)}"})
 
 
 def _forget_files() -> None:
@@ -566,46 +590,30 @@ def _forget_files() -> None:
         table.clear()
 
 
-def _connect(path: str) -> tuple[socket.socket, BinaryIO]:
-    """Connect to the engine and say hello."""
+def _connect(path: str) -> Any:
+    """Connect to the engine and say hello (OSError if it is not there)."""
     global _channel
-    channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        channel.connect(path)
-    except OSError:
-        channel.close()
-        raise
-    _channel = channel
-    _send({"hello": os.getpid(), "shared": ctypes.addressof(_shared), "python": platform.python_version()})
-    return channel, channel.makefile("rb")
+    _channel = channel.Channel(path)
+    _send({"hello": os.getpid(), "shared": ctypes.addressof(_shared), "python": ".".join(map(str, sys.version_info[:3]))})
+    return _channel
 
 
-def _configure_until_go(reader: BinaryIO) -> bool:
-    """Apply configuration messages until ``go`` (True) or the end of the stream (False)."""
-    for line in reader:
-        try:
-            message = json.loads(line)
-            if message.get("go"):
-                return True
-            _apply(message)
-        except (ValueError, TypeError, KeyError, AttributeError) as err:
-            _send({"problem": f"bad configuration message: {values.one_line(err)}"})
-    return False
+def _drain() -> None:
+    """Apply what the engine sent while this process was stopped, before running on."""
+    if _channel is not None:
+        _channel.pump(_handle, wait=False)
 
 
-def _read_messages(reader: BinaryIO) -> None:
+def _read_messages(connection: Any) -> None:
     """The reader thread: apply configuration until the engine closes the socket (a ``go``
     here, e.g. to a fork child, changes nothing)."""
     sys.settrace(None)
-    try:
-        while _configure_until_go(reader):
-            pass
-    except OSError:
-        return  # the engine is gone; the program runs on with what it was told
+    while connection.pump(_handle, wait=True):
+        pass
 
 
-def _start_reader(reader: BinaryIO) -> None:
-    threading.Thread(target=_read_messages, args=(reader,), name="mixdbg-agent", daemon=True).start()
+def _start_reader(connection: Any) -> None:
+    threading.Thread(target=_read_messages, args=(connection,), name="mixdbg-agent", daemon=True).start()
 
 
 def start(socket_path: str) -> None:
@@ -615,17 +623,20 @@ def start(socket_path: str) -> None:
     the program must never run undebugged."""
     global _socket_path
     try:
-        _, reader = _connect(socket_path)
+        connection = _connect(socket_path)
     except OSError as err:
         raise AgentError(f"cannot reach the debugger at {socket_path}: {err.strerror or err}") from err
     _socket_path = socket_path
-    try:
-        started = _configure_until_go(reader)
-    except OSError as err:
-        raise AgentError(f"lost the debugger before the program started: {err.strerror or err}") from err
-    if not started:
-        raise AgentError("the debugger went away before the program started")
-    _start_reader(reader)
+    started = []
+
+    def handle(message: dict[str, Any]) -> None:
+        _handle(message)
+        if message.get("go"):
+            started.append(True)
+    while not started:
+        if not connection.pump(handle, wait=True) and not started:
+            raise AgentError("the debugger went away before the program started")
+    _start_reader(connection)
     sys.excepthook = _excepthook
     threading.excepthook = _threading_excepthook
     os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -635,15 +646,16 @@ def start(socket_path: str) -> None:
 
 def _after_fork_in_child() -> None:
     """A fork child: no slot or mailbox of the parent is ours; reconnect as a new process."""
-    global _send_lock, _channel
+    global _channel
     for slot in _shared.slots:
         slot.tid = slot.mode = slot.depth = 0
     _shared.armed = 0
     _threads.clear()
-    _send_lock = threading.Lock()
-    _channel = None
+    if _channel is not None:
+        _channel.abandon()
+        _channel = None
     try:
-        _, reader = _connect(_socket_path)
+        connection = _connect(_socket_path)
     except OSError:
         return  # the debugger is gone: the child runs on, its stops resume at once
-    _start_reader(reader)
+    _start_reader(connection)

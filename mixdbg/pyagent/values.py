@@ -8,9 +8,11 @@ the thread leaves the stop.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import re
+import reprlib
 import sys
-from types import FrameType
+from types import FrameType, MappingProxyType
 from typing import Any
 
 MAX_REPR = 1000
@@ -29,10 +31,39 @@ def one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
+class _BoundedRepr(reprlib.Repr):
+    """``repr`` for the small, and no full repr of a huge container before truncating it."""
+
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        """Keys in insertion order, as ``repr`` shows them (reprlib sorts them)."""
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        pieces = [f"{self.repr1(key, level - 1)}: {self.repr1(item, level - 1)}"
+                  for key, item in itertools.islice(x.items(), self.maxdict)]
+        return "{" + ", ".join(pieces + (["..."] if len(x) > self.maxdict else [])) + "}"
+
+    def repr_instance(self, x: object, level: int) -> str:
+        """The object's own repr; its error is the caller's to describe (reprlib hides it)."""
+        return repr(x)
+
+
+def _bounded_repr() -> reprlib.Repr:
+    bounded = _BoundedRepr()
+    for name in ("maxlist", "maxtuple", "maxdict", "maxset", "maxfrozenset", "maxdeque", "maxarray"):
+        setattr(bounded, name, MAX_CHILDREN)
+    bounded.maxlevel, bounded.maxstring, bounded.maxlong, bounded.maxother = 8, MAX_REPR, MAX_REPR, MAX_REPR
+    return bounded
+
+
+_REPR = _bounded_repr()
+
+
 def safe_repr(value: object) -> str:
     """``repr(value)``, at most MAX_REPR characters; a failing repr is described, not raised."""
     try:
-        text = repr(value)
+        text = _REPR.repr(value)
     except Exception as err:  # the user's __repr__
         text = f"<repr failed: {one_line(err)}>"
     return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
@@ -57,12 +88,16 @@ def _tensor_children(value: Any) -> list[tuple[str, object]]:
     return [("dtype", value.dtype), ("shape", tuple(value.shape)), ("device", value.device), ("values", first)]
 
 
-def _attributes(value: object) -> list[tuple[str, object]]:
-    """Instance attributes: ``__dict__`` and ``__slots__``."""
-    found: list[tuple[str, object]] = []
+def _namespace(value: object) -> Any:
+    """The object's ``__dict__`` (a class's too), if it has one."""
     attrs = getattr(value, "__dict__", None)
-    if isinstance(attrs, dict):
-        found += [(str(name), item) for name, item in list(attrs.items())]
+    return attrs if isinstance(attrs, (dict, MappingProxyType)) else None
+
+
+def _attributes(value: object) -> list[tuple[str, object]]:
+    """Attributes: ``__dict__`` (the first MAX_CHILDREN) and ``__slots__``."""
+    attrs = _namespace(value)
+    found = [(str(name), item) for name, item in itertools.islice(attrs.items(), MAX_CHILDREN)] if attrs else []
     for klass in type(value).__mro__:
         slots = klass.__dict__.get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
@@ -76,7 +111,7 @@ def children_of(value: object) -> list[tuple[str, object]]:
     if _is_tensor(value):
         return _tensor_children(value)
     if isinstance(value, dict):
-        items = [(safe_repr(key), item) for key, item in list(value.items())[:MAX_CHILDREN]]
+        items = [(safe_repr(key), item) for key, item in itertools.islice(value.items(), MAX_CHILDREN)]
     elif isinstance(value, (list, tuple)):
         items = [(str(index), item) for index, item in enumerate(value[:MAX_CHILDREN])]
     elif isinstance(value, (set, frozenset)):
@@ -92,9 +127,27 @@ def _has_children(value: object) -> bool:
     if isinstance(value, (str, bytes, int, float, complex, bool, type(None))):
         return False
     try:
-        return _is_tensor(value) or bool(_attributes(value))
+        return _is_tensor(value) or bool(_namespace(value)) or any(
+            klass.__dict__.get("__slots__") for klass in type(value).__mro__)
     except Exception:  # a hostile __getattr__: shown without children
         return False
+
+
+_HIT_CONDITION = re.compile(r"^\s*(==|>=|<=|>|<|%)?\s*(\d+)\s*$")
+
+
+def hit_condition_met(hit_condition: str, hits: int) -> bool:
+    """VS Code's hitCondition as debugpy reads it: ``N`` is the Nth hit; ``>N``, ``>=N``,
+    ``<N``, ``<=N``, ``==N`` compare; ``%N`` is every Nth; anything else is a Python
+    expression in which ``@HIT@`` is the hit count."""
+    match = _HIT_CONDITION.match(hit_condition)
+    if match is None:
+        return bool(eval(hit_condition.replace("@HIT@", str(hits)), {}, {}))
+    operator, number = match.group(1) or "==", int(match.group(2))
+    if operator == "%":
+        return number != 0 and hits % number == 0
+    return {"==": hits == number, ">=": hits >= number, "<=": hits <= number,
+            ">": hits > number, "<": hits < number}[operator]
 
 
 def frame_record(frame: FrameType) -> dict[str, Any]:
@@ -103,26 +156,22 @@ def frame_record(frame: FrameType) -> dict[str, Any]:
 
 
 def evaluate_in(frame: FrameType, expression: str, statements: bool = False) -> tuple[bool, object]:
-    """Evaluate in the frame's globals and locals; with ``statements``, code that is not an
-    expression is executed. Returns (is a value, value). Changed locals stick where the
-    interpreter allows it (3.13+: the f_locals proxy writes through; before: LocalsToFast)."""
+    """Evaluate in the frame's globals and locals. With ``statements`` (the repl), code that
+    is not an expression is executed, and changed locals stick where the interpreter allows
+    it (3.13+: the f_locals proxy writes through; before: PyFrame_LocalsToFast). Returns
+    (is a value, value)."""
     local_vars = frame.f_locals
+    is_value = True
     try:
         code = compile(expression, "<mixdbg>", "eval")
     except SyntaxError:
         if not statements:
             raise
-        exec(compile(expression, "<mixdbg>", "exec"), frame.f_globals, local_vars)
-        _write_back(frame)
-        return False, None
+        code, is_value = compile(expression, "<mixdbg>", "exec"), False
     value = eval(code, frame.f_globals, local_vars)
-    _write_back(frame)
-    return True, value
-
-
-def _write_back(frame: FrameType) -> None:
-    if _LOCALS_TO_FAST is not None:
+    if statements and _LOCALS_TO_FAST is not None:
         _LOCALS_TO_FAST(frame, 0)
+    return is_value, value
 
 
 def interpolate(message: str, frame: FrameType) -> str:

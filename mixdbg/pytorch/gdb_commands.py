@@ -33,6 +33,11 @@ from mixdbg.pyframes.objects import register_summary
 from mixdbg.pytorch import arguments, tensors
 
 _OFFSET = re.compile(r" \+ (\d+) in section ")
+#: One MI console record (``~"TEXT"``) and one escape inside its C string.
+_CONSOLE_RECORD = re.compile(rb'~"((?:[^"\\]|\\.)*)"\n?')
+_ESCAPE = re.compile(rb"\\([0-7]{1,3}|.)", re.DOTALL)
+_ESCAPED = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"e": b"\x1b", b"a": b"\a", b"b": b"\b", b"f": b"\f",
+            b"v": b"\v"}
 #: Prologues gdb steps over on a function without line info (amd64_analyze_prologue):
 #: ``push %rbp; mov %rsp,%rbp`` and ``endbr64``; the argument registers are untouched.
 _PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")
@@ -45,12 +50,35 @@ def _read(address: int, size: int) -> bytes:
         raise MemoryReadError(f"cannot read {size} bytes at {address:#x}: {err}") from err
 
 
+def console(command: str) -> str:
+    """The text gdb's console command ``command`` prints.
+
+    gdb 18.1 under MI hands ``gdb.execute(..., to_string=True)`` the output of many
+    commands (``print``, ``demangle``, ``info symbol``) as MI console records
+    (``~"text\\n"``), where gdb 13.1 gives the text itself (measured); decode those."""
+    output = gdb.execute(command, to_string=True)
+    raw = output.encode("utf-8", "surrogateescape")
+    records = list(_CONSOLE_RECORD.finditer(raw))
+    if not records or sum(len(record.group(0)) for record in records) != len(raw):
+        return str(output)
+    text = b"".join(_ESCAPE.sub(_unescape, record.group(1)) for record in records)
+    return text.decode("utf-8", "replace")
+
+
+def _unescape(match: re.Match[bytes]) -> bytes:
+    """One C escape of an MI string, as its byte."""
+    escape = match.group(1)
+    if escape[:1].isdigit():
+        return bytes([int(escape, 8) & 0xFF])
+    return _ESCAPED.get(escape, escape)
+
+
 def _at_entry(frame: Any) -> bool:
     """Whether ``frame`` is at its function's first instruction, or just after a prologue
     that leaves the argument registers alone (where gdb puts a breakpoint on a function
     that has no line info)."""
     pc = frame.pc()
-    where = gdb.execute(f"info symbol {pc:#x}", to_string=True)
+    where = console(f"info symbol {pc:#x}")
     match = _OFFSET.search(where)
     offset = int(match.group(1)) if match else 0
     return offset == 0 or (offset in (4, 8) and _read(pc - offset, offset) in _PROLOGUES)
@@ -156,7 +184,7 @@ class MixdbgDemangle(JsonCommand):
     """mixdbg-demangle REQUEST: ``{"names": [C++ name, ...]}`` for ``{"symbols": [...]}``."""
 
     def answer(self, words: list[str], request: Any) -> Any:
-        return {"names": [gdb.execute(f"demangle -l c++ -- {symbol}", to_string=True).strip()
+        return {"names": [console(f"demangle -l c++ -- {symbol}").strip()
                           for symbol in request["symbols"]]}
 
 

@@ -88,6 +88,11 @@ class OperatorBreakpoints:
             self._bind_one(breakpoint, pid, enabled)
         return breakpoint
 
+    def kernel_library(self) -> str | None:
+        """The file name of the library the kernels are in, while an operator breakpoint
+        exists (its symbols must be read when it loads), else None."""
+        return catalogue.KERNEL_LIBRARY.name if self._kernels else None
+
     def is_catchpoint(self, gdb_number: int) -> bool:
         """Whether ``gdb_number`` is the load catchpoint of an operator breakpoint."""
         return gdb_number in self._kernels

@@ -6,14 +6,29 @@ each, a function breakpoint set before the step still hits."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
+from conftest import Forky, pyenv_python
 
 from .client import DapClient
-from .natives import NativeModule, NativeSet
+from .fixtures import DapFactory, forky_command
+from .natives import NativeModule, NativeSet, NativeSets
 
 pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(params=["3.11", pytest.param("3.10", marks=pytest.mark.slow)])
+def natives(request: pytest.FixtureRequest, native_sets: NativeSets) -> NativeSet:
+    """The modules and scripts built for the interpreter under test (the debuggee's: the
+    adapter runs on the tests' own Python): 3.11, and 3.10 in the platform runs."""
+    if request.param == "3.11":
+        return native_sets.get(sys.executable)
+    python = pyenv_python(request.param)
+    if python is None:
+        pytest.skip(f"no pyenv Python {request.param} here")
+    return native_sets.get(python)
 
 GLUE = ("pybind11/", "/include/python", "Objects/", "Python/")
 
@@ -22,8 +37,9 @@ def start(dap: DapClient, natives: NativeSet, script: str, marker: str,
           function_breakpoints: list[str] = ()) -> int:  # type: ignore[assignment]
     """Launch ``script`` with a Python breakpoint at ``marker``; the stopped thread."""
     path = natives.script(script)
-    dap.launch({"program": str(path), "cwd": str(natives.directory), "console": "internalConsole",
-                "env": natives.env({})}, breakpoints={path: [natives.line(script, marker)]},
+    dap.launch({"program": str(path), "cwd": str(path.parent), "console": "internalConsole",
+                "env": natives.env({}), "python": natives.python},
+               breakpoints={path: [natives.line(script, marker)]},
                function_breakpoints=list(function_breakpoints))
     stop = dap.wait_stopped()
     assert dap.stack(stop["threadId"])[0]["line"] == natives.line(script, marker)
@@ -79,7 +95,7 @@ def test_step_out_twice_from_a_native_method_reaches_the_native_caller_then_pyth
     script = natives.script("geom_main.py")
     # Given a native line breakpoint in Polygon::area, reached from total_area (C++) called from Python
     dap.launch({"program": str(script), "cwd": str(natives.directory), "console": "internalConsole",
-                "env": natives.env({})}, function_breakpoints=["total_area"])
+                "env": natives.env({}), "python": natives.python}, function_breakpoints=["total_area"])
     thread = dap.wait_stopped()["threadId"]
     assert "total_area" in top(dap, thread)["name"]
     dap.request("setBreakpoints", source={"path": str(geom.source)}, breakpoints=[{"line": geom.line("shoelace")}])
@@ -135,7 +151,7 @@ def test_step_into_from_native_reaches_the_python_callback(dap: DapClient, nativ
     script = natives.script("capi_main.py")
     # Given a native breakpoint on the line of native_callback that calls the Python callback
     dap.launch({"program": str(script), "cwd": str(natives.directory), "console": "internalConsole",
-                "env": natives.env({})}, breakpoints={capi.source: [capi.line("callback")]})
+                "env": natives.env({}), "python": natives.python}, breakpoints={capi.source: [capi.line("callback")]})
     thread = dap.wait_stopped()["threadId"]
     dap.request("setBreakpoints", source={"path": str(capi.source)}, breakpoints=[])
     # When stepping into: the callback's first line
@@ -143,5 +159,36 @@ def test_step_into_from_native_reaches_the_python_callback(dap: DapClient, nativ
     assert (frame["name"], frame["line"]) == ("on_call", natives.line("capi_main.py", "callback"))
     # ... with Python values there
     assert dap.evaluate("7 * 6", frame["id"])["result"] == "42"
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
+
+
+@pytest.mark.slow
+def test_boundary_steps_on_forky_python_314_and_gdb_18(forky: Forky, forky_natives: NativeSet,
+                                                       dap_factory: DapFactory) -> None:
+    # Given the adapter itself inside the chroot (its gdb 18, Python 3.14), and the modules built there
+    natives = forky_natives
+    capi, geom = natives.capi, natives.geom
+    command = forky_command(forky, natives.directory, [forky.python, "-m", "mixdbg", "dap"])
+    dap = dap_factory(command=command, timeout=120)
+    # When stepping into the C API call from Python, then out again
+    thread = start(dap, natives, "capi_main.py", "call")
+    assert_users_native(step(dap, thread, "stepIn"), capi, "native_loop")
+    frame = step(dap, thread, "stepOut")
+    assert frame["name"] == "main" and frame["source"]["path"] == str(natives.script("capi_main.py"))
+    dap.request("setBreakpoints", source={"path": str(natives.script("capi_main.py"))}, breakpoints=[])
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
+    # ... and into a pybind11 method, and out of a Python callback into its C++ caller
+    dap = dap_factory(command=command, timeout=120)
+    thread = start(dap, natives, "geom_main.py", "method")
+    assert_users_native(step(dap, thread, "stepIn"), geom, "area")
+    dap.request("setBreakpoints", source={"path": str(natives.script("geom_main.py"))},
+                breakpoints=[{"line": natives.line("geom_main.py", "callback")}])
+    dap.request("continue", threadId=thread)
+    dap.wait_stopped()
+    assert top(dap, thread)["name"] == "scale"
+    dap.request("setBreakpoints", source={"path": str(natives.script("geom_main.py"))}, breakpoints=[])
+    assert_users_native(step(dap, thread, "stepOut"), geom, "total_area")
     dap.request("continue", threadId=thread)
     assert dap.wait_exited() == 0

@@ -4,6 +4,12 @@ run with evaluation at each, bad input. Every message is checked against the sch
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
 import pytest
 
 from .client import DapClient, RequestFailed
@@ -116,3 +122,34 @@ def test_unknown_operator_and_bad_condition_are_errors_and_the_program_is_not_he
     dap.request("configurationDone")
     assert dap.wait_response(seq)["success"]
     assert dap.wait_exited() == 0  # nothing was set: the program ran to its end, debugged
+
+
+def test_attach_by_pid_stops_natively_and_disconnect_leaves_it_running(dap: DapClient, natives: NativeSet,
+                                                                      capi_module: NativeModule,
+                                                                      tmp_path: Path) -> None:
+    # Given a running Python process (ours) calling the C extension in a loop
+    beat = tmp_path / "beat"
+    program = ("import os, sys, time, mixdbg_testext as ext\n"
+               "while True:\n    ext.loop(1)\n    open(sys.argv[1], 'w').close()\n    time.sleep(0.02)\n")
+    process = subprocess.Popen([sys.executable, "-c", program, str(beat)], env=natives.env())
+    try:
+        deadline = time.monotonic() + 30
+        while not beat.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # When attaching with a function breakpoint: a native stop, Python breakpoints refused in one line
+        startup = dap.attach({"processId": process.pid}, function_breakpoints=["native_step"],
+                             breakpoints={tmp_path / "x.py": [1]})
+        python_bp = startup.breakpoints[str(tmp_path / "x.py")][0]
+        assert python_bp["verified"] is False and "launched" in python_bp["message"]
+        stop = dap.wait_stopped()
+        assert dap.stack(stop["threadId"])[0]["name"] == "native_step"
+        # Then disconnect lets it run on, untraced
+        dap.request("disconnect")
+        time.sleep(0.5)
+        before = beat.stat().st_mtime
+        time.sleep(0.5)
+        assert process.poll() is None and beat.stat().st_mtime > before
+        assert psutil.Process(process.pid).status() != psutil.STATUS_TRACING_STOP
+    finally:
+        process.kill()
+        process.wait()

@@ -72,6 +72,7 @@ class FakeEngine:
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.traps: queue.Queue[Trap] = queue.Queue()
         self.config_conns: list[socket.socket] = []
+        self.command: list[str] = []  # the debuggee's command line (inside the chroot for forky)
         self.listeners = [self._listen("cfg.sock", self._serve_config), self._listen("trap.sock", self._serve_trap)]
 
     def _listen(self, name: str, serve: Any) -> socket.socket:
@@ -165,10 +166,13 @@ class Debuggee:
 
 
 @contextmanager
-def debuggee(source: str, python: str, config: list[dict[str, Any]], timeout: float = 60,
+def debuggee(source: str, python: str, config: list[dict[str, Any]], timeout: float = 60, native: bool = False,
              ) -> Iterator[tuple[FakeEngine, Any]]:
     """Run ``source`` as a script under the harness; yields (engine, wait) where ``wait()``
-    returns the finished :class:`Debuggee` (continuing from any stop not yet taken). ``python`` is an interpreter path or "forky"."""
+    returns the finished :class:`Debuggee` (continuing from any stop not yet taken).
+    ``python`` is an interpreter path or "forky". With ``native`` the agent keeps the real
+    trap and nothing is started: the caller runs ``engine.command`` under gdb (in the
+    chroot for forky: ``engine.directory`` is its /project)."""
     directory = Path(tempfile.mkdtemp(prefix="pyagent-", dir="/tmp"))
     (directory / "mixdbg").mkdir()
     shutil.copytree(AGENT_DIR, directory / "mixdbg" / "pyagent", ignore=shutil.ignore_patterns("__pycache__"))
@@ -176,12 +180,17 @@ def debuggee(source: str, python: str, config: list[dict[str, Any]], timeout: fl
     (directory / "script.py").write_text(source)
     root = "/project" if python == "forky" else str(directory)
     engine = FakeEngine(directory, f"{root}/script.py", config)
-    command = [f"{root}/harness.py", f"{root}/mixdbg/pyagent/agent.py", f"{root}/cfg.sock", f"{root}/trap.sock",
-               f"{root}/script.py"]
-    if python == "forky":
-        argv = [str(FORKY_SCRIPT), "run", str(directory), "python3.14", *command]
-    else:
-        argv = [python, *command]
+    command = [f"{root}/harness.py", f"{root}/mixdbg/pyagent/agent.py", f"{root}/cfg.sock",
+               "native" if native else f"{root}/trap.sock", f"{root}/script.py"]
+    engine.command = ["python3.14" if python == "forky" else python, *command]
+    argv = [str(FORKY_SCRIPT), "run", str(directory), *engine.command] if python == "forky" else engine.command
+    if native:
+        try:
+            yield engine, None
+        finally:
+            engine.close()
+            shutil.rmtree(directory, ignore_errors=True)
+        return
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                stdin=subprocess.DEVNULL)

@@ -1,13 +1,13 @@
 """The debuggee side of the agent tests (standard library only; any Python 3.10+).
 
-Usage: pyagent_harness.py AGENT_FILE CONFIG_SOCKET TRAP_SOCKET SCRIPT [ARGS...]
+Usage: pyagent_harness.py AGENT_FILE CONFIG_SOCKET (TRAP_SOCKET|native) SCRIPT [ARGS...]
 
 Loads the agent by path as bootstrap does, replaces its trap by one that plays gdb: it reads
 the mailbox at the raw offsets of docs/dap-design.md (not through the agent's ctypes
 classes), sends the ``out`` JSON to the test's engine on TRAP_SOCKET with what the engine
 would read from memory (the Python frames above the trap), and writes the engine's answer
-into ``in`` (and, when asked, arms a slot in the shared block). Then runs SCRIPT as
-``python SCRIPT`` would.
+into ``in`` (and, when asked, arms a slot in the shared block); ``native`` keeps the real
+trap (for a test under gdb). Then runs SCRIPT as ``python SCRIPT`` would.
 """
 
 import ctypes
@@ -85,8 +85,9 @@ def main(argv):
     agent = importlib.util.module_from_spec(spec)
     sys.modules["_mixdbg_agent"] = agent
     spec.loader.exec_module(agent)
-    agent.trap = make_trap(trap_socket, agent._AGENT_FILES)
-    os.register_at_fork(after_in_child=_conn.clear)
+    if trap_socket != "native":
+        agent.trap = make_trap(trap_socket, agent._AGENT_FILES)
+        os.register_at_fork(after_in_child=_conn.clear)
     try:
         agent.start(config_socket)
     except agent.AgentError as err:

@@ -16,6 +16,8 @@ import pytest
 
 from mixdbg import cmd_doctor
 from mixdbg.cli import main
+from mixdbg.errors import UnavailableError
+from mixdbg.gdbmi import find_gdb, gdb_environment
 
 REPO = Path(__file__).resolve().parents[2]
 CAP_SYS_PTRACE = 19
@@ -29,12 +31,14 @@ def mixdbg(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def real_gdb_version() -> str:
-    """gdb's version as this test reads it (last number on the first line of ``gdb --version``)."""
-    gdb = shutil.which("gdb")
-    if gdb is None:
-        pytest.skip("gdb is not installed")
+    """The version of the gdb mixdbg uses (``find_gdb``) as this test reads it (last number
+    on the first line of ``gdb --version``)."""
+    try:
+        gdb = find_gdb()
+    except UnavailableError:
+        pytest.skip("no gdb here")
     first = subprocess.run([gdb, "--version"], capture_output=True, text=True, timeout=30,
-                           check=True).stdout.splitlines()[0]
+                           env=gdb_environment(), check=True).stdout.splitlines()[0]
     return re.findall(r"\d+\.\d+", first)[-1]
 
 

@@ -13,9 +13,10 @@ import pytest
 from conftest import Forky, mixdbg_at_terminal
 
 from mixdbg import calls
+from mixdbg.gdbmi import find_gdb
 
 AMX_HERE = "amx_tile" in calls.cpu_flags()
-GDB_MAJOR = int(subprocess.run(["gdb", "-nx", "-batch", "-ex", "p $_gdb_major"], capture_output=True,
+GDB_MAJOR = int(subprocess.run([find_gdb(), "-nx", "-batch", "-ex", "p $_gdb_major"], capture_output=True,
                                text=True, check=True).stdout.split("=")[-1])
 UNSAFE_HERE = AMX_HERE and GDB_MAJOR < calls.FIRST_SAFE_GDB
 

@@ -8,11 +8,14 @@ one (pyenv 3.10-3.13, forky's 3.14).
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -174,9 +177,9 @@ def test_condition_hit_condition_and_logpoint(python: str) -> None:
     assert outputs == [{"output": "i=4 square=9\n", "pid": pid}, {"output": "i=9 square=64\n", "pid": pid}]
 
 
-def test_bad_conditions_are_reported_and_stop() -> None:
+def test_bad_conditions_are_reported_and_stop(python: str) -> None:
     config = _config(LOOP, {"at": "loop", "condition": "1 / i"}, {"at": "log", "condition": "i ==="})
-    with debuggee(LOOP, sys.executable, config) as (engine, wait):
+    with debuggee(LOOP, python, config) as (engine, wait):
         assert engine.message() == {"problem": "breakpoint condition: SyntaxError: invalid syntax", "breakpoint": 2}
         trap = engine.stop("breakpoint")
         assert trap.out["breakpoints"] == [1]  # i == 0: the condition raised
@@ -286,6 +289,7 @@ def test_step_in_follows_just_my_code(python: str, just_my_code: bool) -> None:
 
 THREADS = """\
 import threading
+import time
 
 
 def work(name):
@@ -297,12 +301,13 @@ for n in range(2):  # one after the other: the steps below cannot race the other
     thread = threading.Thread(target=work, args=(f"t{n}",), name=f"t{n}")
     thread.start()
     thread.join()
-print("joined")
+time.sleep(0.2)  # join() returns before the OS thread is gone from /proc/self/task
+print("joined")  # @joined
 """
 
 
 def test_breakpoints_in_threads(python: str) -> None:
-    with debuggee(THREADS, python, _config(THREADS, {"at": "work"})) as (engine, wait):
+    with debuggee(THREADS, python, _config(THREADS, {"at": "work"}, {"at": "joined"})) as (engine, wait):
         for name in ("t0", "t1"):
             trap = engine.stop("breakpoint")
             assert trap.thread == name and trap.tid != trap.pid
@@ -311,8 +316,12 @@ def test_breakpoints_in_threads(python: str) -> None:
             assert reply["body"]["result"] == repr(trap.thread)
             engine.resume(trap, {"command": "next"})
             trap = engine.stop("step")
-            assert trap.line == line_of(THREADS, "work") + 1
-            engine.resume(trap, {"command": "continue"})
+            assert trap.line == line_of(THREADS, "work") + 1 and trap.armed == 0
+            # a step off the end of the thread: its slot outlives it, until the next stop
+            engine.resume(trap, {"command": "next"})
+        trap = engine.stop("breakpoint")
+        assert trap.thread == "MainThread" and trap.armed == 0
+        engine.resume(trap, {"command": "continue"})
         assert wait().stdout == "joined\n"
 
 
@@ -330,21 +339,20 @@ print("parent done")  # @parent
 
 def test_fork_child_says_hello_and_stops(python: str) -> None:
     with debuggee(FORK, python, _config(FORK, {"at": "child"}, {"at": "parent"})) as (engine, wait):
-        parent = engine.hellos.get(timeout=10)["hello"]
+        parent = engine.hellos.get(timeout=10)
         trap = engine.stop("breakpoint")
         child = engine.hellos.get(timeout=10)
-        assert trap.pid == child["hello"] != parent and trap.line == line_of(FORK, "child")
-        assert child["shared"] == engine.hellos.queue[0]["shared"] if engine.hellos.queue else True
-        assert trap.armed == 0
+        assert trap.pid == child["hello"] != parent["hello"] and trap.line == line_of(FORK, "child")
+        assert child["shared"] == parent["shared"] and trap.armed == 0
         engine.resume(trap, {"command": "continue"})
         trap = engine.stop("breakpoint")
-        assert trap.pid == parent and trap.line == line_of(FORK, "parent")
+        assert trap.pid == parent["hello"] and trap.line == line_of(FORK, "parent")
         engine.resume(trap, {"command": "continue"})
         assert wait().stdout == "parent done\n"
 
 
-def test_engine_arms_slots_and_empty_in_continues() -> None:
-    with debuggee(STEPS, sys.executable, _config(STEPS, {"at": "add"})) as (engine, wait):
+def test_engine_arms_slots_and_empty_in_continues(python: str) -> None:
+    with debuggee(STEPS, python, _config(STEPS, {"at": "add"})) as (engine, wait):
         trap = engine.stop("breakpoint")
         depth = trap.out["depth"]
         # the engine arms STEP_TO_DEPTH on this thread for the caller's depth, and lets go
@@ -361,9 +369,9 @@ def test_engine_arms_slots_and_empty_in_continues() -> None:
         assert wait().stdout == "y 3\ndone\n"
 
 
-def test_breakpoints_set_while_running() -> None:
+def test_breakpoints_set_while_running(python: str) -> None:
     source = "import time\nfor n in range(400):\n    time.sleep(0.01)  # @sleep\nprint('end')\n"
-    with debuggee(source, sys.executable, []) as (engine, wait):
+    with debuggee(source, python, []) as (engine, wait):
         engine.hellos.get(timeout=10)
         engine.configure({"breakpoints": {"SCRIPT": [{"id": 7, "line": line_of(source, "sleep")}]}})
         trap = engine.stop("breakpoint")
@@ -395,3 +403,243 @@ def test_no_engine_no_run(tmp_path: Path) -> None:
         server.close()
     assert (result.returncode, result.stdout) == (3, "")
     assert result.stderr == "mixdbg: the debugger went away before the program started\n"
+
+
+#: gdb's side of the real trap, as the engine does it: a breakpoint on Py_GetCompiler,
+#: the mailbox at $rdi, the answer written into ``in`` (python inside gdb).
+GDB_ENGINE = """
+import json
+import gdb
+
+MAGIC = 0x4741474244584D4D
+answers = [{"command": "evaluate", "id": 1, "frame": 0, "expression": "n * 2", "context": "watch"},
+           {"command": "continue"}]
+seen = []
+for name in ("PYTHONHOME", "PYTHONPATH"):  # pip's gdb wrapper sets them for its own Python
+    gdb.execute(f"unset environment {name}")
+gdb.execute("set breakpoint pending on")
+gdb.execute("break Py_GetCompiler")
+gdb.execute("run")
+while gdb.selected_inferior().pid:
+    inferior = gdb.selected_inferior()
+    mailbox = int(gdb.parse_and_eval("$rdi")) & 0xFFFFFFFFFFFFFFFF
+    try:
+        magic = int.from_bytes(bytes(inferior.read_memory(mailbox, 8)), "little")
+    except gdb.MemoryError:
+        magic = 0  # not the agent's call: resumed silently
+    if magic == MAGIC:
+        size = int.from_bytes(bytes(inferior.read_memory(mailbox + 24, 4)), "little")
+        seen.append(json.loads(bytes(inferior.read_memory(mailbox + 32, size))))
+        if answers:
+            data = json.dumps(answers.pop(0)).encode()
+            inferior.write_memory(mailbox + 32 + (1 << 20), data)
+            inferior.write_memory(mailbox + 28, len(data).to_bytes(4, "little"))
+    gdb.execute("continue")
+print("SEEN " + json.dumps(seen))
+"""
+
+
+def test_native_trap_under_gdb(python: str) -> None:
+    # Given the real trap, and gdb playing the engine's part of it
+    gdb = shutil.which(os.environ.get("MIXDBG_GDB") or "gdb")
+    if gdb is None and python != "forky":
+        pytest.skip("no gdb")
+    source = "n = 21\nprint('n', n)  # @print\n"
+    with debuggee(source, python, _config(source, {"at": "print"}), native=True) as (engine, _):
+        (engine.directory / "gdb_engine.py").write_text(GDB_ENGINE)
+        gdb_args = ["-nx", "-batch", "-x", "gdb_engine.py", "--args", *engine.command]
+        if python == "forky":
+            argv = [str(FORKY_SCRIPT), "run", str(engine.directory), "gdb", *gdb_args]
+        else:
+            argv = [str(gdb), *gdb_args]
+        env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
+        # When gdb runs the debuggee
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=engine.directory,
+                                stdin=subprocess.DEVNULL, check=False)
+    # Then the stop and the reply went through the mailbox, and the program ran on
+    assert "SEEN " in result.stdout, result.stdout + result.stderr
+    seen = json.loads(result.stdout.split("SEEN ", 1)[1].splitlines()[0])
+    assert [message["event"] for message in seen] == ["stopped", "reply"], result.stdout
+    assert seen[0]["reason"] == "breakpoint" and seen[0]["breakpoints"] == [1]
+    assert seen[1]["body"] == {"result": "42", "type": "int", "ref": 0}
+    assert "n 21" in result.stdout
+
+
+@pytest.mark.torch
+def test_tensor_variables(torch_installed: None) -> None:
+    source = "import torch\nweights = torch.arange(20, dtype=torch.float32).reshape(4, 5)\nprint('ok')  # @print\n"
+    with debuggee(source, sys.executable, _config(source, {"at": "print"}), timeout=120) as (engine, wait):
+        trap = engine.traps.get(timeout=90)
+        trap, reply = engine.ask(trap, {"command": "evaluate", "id": 1, "frame": 0, "expression": "weights",
+                                        "context": "watch"})
+        assert reply["body"]["type"] == "Tensor" and reply["body"]["ref"] > 0
+        trap, reply = engine.ask(trap, {"command": "children", "id": 2, "ref": reply["body"]["ref"]})
+        children = {var["name"]: var["value"] for var in reply["body"]["variables"]}
+        assert children == {"dtype": "torch.float32", "shape": "(4, 5)", "device": "device(type='cpu')",
+                            "values": repr([float(index) for index in range(16)])}
+        engine.resume(trap, {"command": "continue"})
+        assert wait().stdout == "ok\n"
+
+
+NEXT_OVER = """\
+def busy(n):
+    total = 0
+    for i in range(n):
+        total += i  # @busy
+    return total
+
+
+def main():
+    a = busy(1000)  # @first
+    b = busy(10)  # @second
+    return a + b  # @sum
+
+
+print(main())
+"""
+
+
+def test_next_steps_over_calls_and_stops_at_their_breakpoints(python: str) -> None:
+    with debuggee(NEXT_OVER, python, _config(NEXT_OVER, {"at": "first"})) as (engine, wait):
+        trap = _step(engine, engine.stop("breakpoint"), "next")
+        assert trap.line == line_of(NEXT_OVER, "second")
+        engine.configure({"breakpoints": {"SCRIPT": [{"id": 2, "line": line_of(NEXT_OVER, "busy"),
+                                                      "hitCondition": "3"}]}})
+        # sent while the program is stopped: the agent applies it before it runs on
+        engine.resume(trap, {"command": "next"})
+        trap = engine.stop("breakpoint")  # a breakpoint inside the call wins over the step
+        assert trap.function == "busy" and trap.out["breakpoints"] == [2] and trap.armed == 0
+        engine.configure({"breakpoints": {}})
+        trap = _step(engine, trap, "stepOut")
+        assert (trap.function, trap.line) == ("main", line_of(NEXT_OVER, "second"))
+        trap = _step(engine, trap, "next")
+        assert trap.line == line_of(NEXT_OVER, "sum")
+        engine.resume(trap, {"command": "continue"})
+        assert wait().stdout == "499545\n"
+
+
+NESTED = """\
+def helper(n):
+    return n * 2  # @helper
+
+
+def main():
+    value = 1  # @main
+    return value
+
+
+main()
+print(helper(1))
+"""
+
+
+def test_evaluation_never_stops_again(python: str) -> None:
+    with debuggee(NESTED, python, _config(NESTED, {"at": "helper"}, {"at": "main"})) as (engine, wait):
+        trap = engine.stop("breakpoint")
+        assert trap.line == line_of(NESTED, "main")
+        trap, reply = engine.ask(trap, {"command": "evaluate", "id": 1, "frame": 0, "expression": "helper(2)",
+                                        "context": "repl"})
+        assert reply["body"]["result"] == "4"  # through the breakpoint in helper without stopping
+        trap = _step(engine, trap, "stepOut")  # back at the call: an opcode (3.12: monitoring) event
+        assert trap.line == len(NESTED.splitlines()) - 1
+        trap, reply = engine.ask(trap, {"command": "evaluate", "id": 2, "frame": 0, "expression": "helper(21)",
+                                        "context": "repl"})
+        assert reply["body"]["result"] == "42"
+        engine.resume(trap, {"command": "continue"})
+        trap = engine.stop("breakpoint")
+        assert trap.line == line_of(NESTED, "helper")
+        engine.resume(trap, {"command": "continue"})
+        assert wait().stdout == "2\n"
+
+
+def test_breakpoint_in_the_standard_library_and_quiet_exits() -> None:
+    # Given a breakpoint in a library file (never traced otherwise) and raised exceptions on
+    import copy
+    import inspect
+
+    lines, first = inspect.getsourcelines(copy.deepcopy)
+    body = first + next(index for index, text in enumerate(lines) if text.strip().startswith("if memo is None"))
+    source = "import copy\nimport sys\ncopy.deepcopy([1])\nsys.exit(0)\n"
+    config = [{"breakpoints": {os.path.realpath(copy.__file__): [{"id": 3, "line": body}]}},
+              {"exceptions": {"raised": True, "uncaught": True}}]
+    with debuggee(source, sys.executable, config) as (engine, wait):
+        trap = engine.stop("breakpoint")
+        assert (trap.function, trap.frames[0][1], trap.line) == ("deepcopy", "copy.py", body)
+        engine.resume(trap, {"command": "continue"})
+        # Then sys.exit(0) is no exception stop
+        result = wait()
+    assert result.returncode == 0 and engine.traps.empty()
+
+
+#: gdb stops in zlib.adler32 (C, holding the GIL), lets the test send a breakpoint, marks
+#: the configuration pending (armed + 1) and continues.
+GDB_NATIVE_STOP = """
+import json
+import os
+import time
+import gdb
+
+for name in ("PYTHONHOME", "PYTHONPATH"):
+    gdb.execute(f"unset environment {name}")
+gdb.execute("set breakpoint pending on")
+gdb.execute("break zlib_adler32")
+gdb.execute("run")
+open("native-stop", "w").close()
+deadline = time.monotonic() + 30
+while not os.path.exists("config-sent") and time.monotonic() < deadline:
+    time.sleep(0.05)
+shared = int(open("config-sent").read())
+inferior = gdb.selected_inferior()  # without the mark, the breakpoint is missed (3 runs of 3)
+armed = int.from_bytes(bytes(inferior.read_memory(shared + 12, 4)), "little")
+inferior.write_memory(shared + 12, (armed + 1).to_bytes(4, "little"))
+gdb.execute("delete")
+gdb.execute("break Py_GetCompiler")
+gdb.execute("continue")
+while gdb.selected_inferior().pid:
+    mailbox = int(gdb.parse_and_eval("$rdi")) & 0xFFFFFFFFFFFFFFFF
+    size = int.from_bytes(bytes(gdb.selected_inferior().read_memory(mailbox + 24, 4)), "little")
+    print("STOP " + bytes(gdb.selected_inferior().read_memory(mailbox + 32, size)).decode())
+    gdb.execute("continue")
+"""
+
+
+def test_configuration_from_a_native_stop_applies_before_the_next_line(tmp_path: Path) -> None:
+    # Given gdb stopped in C code that holds the GIL, and a breakpoint on the very next line
+    gdb = shutil.which(os.environ.get("MIXDBG_GDB") or "gdb")
+    if gdb is None:
+        pytest.skip("no gdb")
+    source = "import zlib\nchecksum = zlib.adler32(b'x')\nafter = checksum  # @after\nprint(after)\n"
+    with debuggee(source, sys.executable, [], native=True) as (engine, _):
+        (engine.directory / "gdb_engine.py").write_text(GDB_NATIVE_STOP)
+        env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
+        gdb_run = subprocess.Popen([gdb, "-nx", "-batch", "-x", "gdb_engine.py", "--args", *engine.command],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=engine.directory,
+                                   env=env, stdin=subprocess.DEVNULL)
+        try:
+            hello = engine.hellos.get(timeout=60)
+            deadline = time.monotonic() + 60
+            while not (engine.directory / "native-stop").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            # When the engine sends it at the native stop and marks it pending
+            engine.configure({"breakpoints": {"SCRIPT": [{"id": 5, "line": line_of(source, "after")}]}})
+            (engine.directory / "config-sent").write_text(str(hello["shared"]))
+            out, err = gdb_run.communicate(timeout=60)
+        finally:
+            if gdb_run.poll() is None:
+                gdb_run.kill()
+                gdb_run.communicate()
+    # Then the breakpoint stops on that line
+    stops = [json.loads(line[5:]) for line in out.splitlines() if line.startswith("STOP ")]
+    assert [stop["breakpoints"] for stop in stops] == [[5]], out + err
+
+
+def test_native_trap_without_a_debugger_runs_on() -> None:
+    # Given breakpoints and an exception filter, and nobody on the trap (gdb gone)
+    source = "for n in range(3):\n    square = n * n  # @square\nprint('square', square)\nraise SystemExit(3)\n"
+    config = [*_config(source, {"at": "square"}), {"exceptions": {"raised": True, "uncaught": True}}]
+    with debuggee(source, sys.executable, config, native=True) as (engine, _):
+        env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+        result = subprocess.run(engine.command, capture_output=True, text=True, timeout=60, env=env,
+                                stdin=subprocess.DEVNULL, check=False)
+    # Then every stop resumes at once (in_len == 0) and the program ends as it would
+    assert (result.returncode, result.stdout, result.stderr) == (3, "square 4\n", "")

@@ -168,10 +168,12 @@ def test_port_in_use_is_named(tmp_path: Path) -> None:
 
 
 def test_no_gdb(tmp_path: Path) -> None:
+    # (Without MIXDBG_GDB, the gdb-for-pwndbg wheel's gdb is found whatever PATH holds:
+    # tests/integration/test_gdb_choice.py.)
     script = write_script(tmp_path, "print(1)\n")
-    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
+    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path), "MIXDBG_GDB": "no-such-gdb"}
     result = run_mixdbg(["run", "--port", "0", str(script)], env=env)
-    assert_one_line_error(result, 69, "gdb not found")
+    assert_one_line_error(result, 69, "gdb not found", "no-such-gdb")
 
 
 def test_unparseable_breakpoint_fails_before_the_script_runs(tmp_path: Path) -> None:

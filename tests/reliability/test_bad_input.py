@@ -288,7 +288,9 @@ while not os.path.exists("gate"):
 @pytest.mark.parametrize("args, code", [
     ([""], 64),
     (["--delete", "999"], {64, 66}),
-    (["--regex", "("], 64),
+    # '(' is a literal in gdb's (basic) regex: too many C++ names with parameters (64) when a
+    # C++ library is loaded, none (66) when not (debugpy's native helper no longer is)
+    (["--regex", "("], {64, 66}),
     (["x" * 100_000], 64),
 ])
 def test_break_with_bad_input_against_a_live_session(cext: CExtension, tmp_path: Path, args: list[str],

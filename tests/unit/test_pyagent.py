@@ -7,25 +7,26 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mixdbg.pyagent import agent, values
+from mixdbg.pyagent import agent, layout, values
 
 
 def test_layout_is_the_contracts() -> None:
-    assert agent.MAGIC.to_bytes(8, "little") == b"MMXDBGAG"
-    assert [(name, getattr(agent.Shared, name).offset) for name in ("magic", "version", "armed", "slots")] == [
+    assert layout.MAGIC.to_bytes(8, "little") == b"MMXDBGAG"
+    assert [(name, getattr(layout.Shared, name).offset) for name in ("magic", "version", "armed", "slots")] == [
         ("magic", 0), ("version", 8), ("armed", 12), ("slots", 16)]
-    assert ctypes.sizeof(agent.Slot) == 16 and agent.Slot.mode.offset == 8 and agent.Slot.depth.offset == 12
-    assert ctypes.sizeof(agent.Shared) == 16 + 16 * 16
-    offsets = [getattr(agent.Mailbox, name).offset for name in ("magic", "shared", "tid", "out_len", "in_len",
+    assert ctypes.sizeof(layout.Slot) == 16 and layout.Slot.mode.offset == 8 and layout.Slot.depth.offset == 12
+    assert ctypes.sizeof(layout.Shared) == 16 + 16 * 16
+    offsets = [getattr(layout.Mailbox, name).offset for name in ("magic", "shared", "tid", "out_len", "in_len",
                                                                 "out", "in_")]
     assert offsets == [0, 8, 16, 24, 28, 32, 32 + (1 << 20)]
-    assert ctypes.sizeof(agent.Mailbox) == 32 + (1 << 20) + (64 << 10)
+    assert ctypes.sizeof(layout.Mailbox) == 32 + (1 << 20) + (64 << 10)
 
 
 @pytest.mark.parametrize(("condition", "stops_at"), [
@@ -33,7 +34,7 @@ def test_layout_is_the_contracts() -> None:
     ("%2", [2, 4, 6]), ("@HIT@ in (1, 5)", [1, 5]),
 ])
 def test_hit_conditions_as_debugpy_reads_them(condition: str, stops_at: list[int]) -> None:
-    assert [hits for hits in range(1, 7) if agent.hit_condition_met(condition, hits)] == stops_at
+    assert [hits for hits in range(1, 7) if values.hit_condition_met(condition, hits)] == stops_at
 
 
 def test_just_my_code(tmp_path: Path) -> None:
@@ -90,6 +91,11 @@ def test_repr_is_bounded_and_never_raises() -> None:
 
     assert len(values.safe_repr("x" * 5000)) == values.MAX_REPR
     assert values.safe_repr(Bad()) == "<repr failed: RuntimeError: no>"
+    # as repr for the small (dicts in insertion order); a huge container is never repr'd whole
+    assert values.safe_repr({"b": [1, (2, 3)], "a": {4}}) == "{'b': [1, (2, 3)], 'a': {4}}"
+    huge = list(range(10_000_000))
+    start = time.perf_counter()
+    assert values.safe_repr(huge).startswith("[0, 1, 2") and time.perf_counter() - start < 0.05
 
 
 class _Flat(list):  # type: ignore[type-arg]

@@ -1,0 +1,197 @@
+"""Benchmark: ``mixdbg dap`` as an editor drives it, each figure beside a baseline measured in
+the same run and beside the peer's (Seam, ``../shared/research/peer-seam.md``).
+
+1. launch to the first native stop (function breakpoint ``native_step``) vs ``mixdbg run
+   --json`` to the same stop (goal <= 1.1x);
+2. ``stackTrace`` + ``scopes`` + ``variables`` at a stop 200 Python frames deep (goal < 30 ms;
+   the peer's stackTrace alone: 21.8 ms at 201 frames);
+3. native ``next`` per step vs gdb's own ``next`` (peer: 3.6 ms);
+4. Python ``next`` per step vs debugpy's adapter (peer: 7.8 ms);
+5. across the boundary: Step Into Python -> C, -> pybind11, Step Out native -> Python, Step
+   Into native -> Python callback (peer: 61-129, 133-200, 15-29, 22-33 ms).
+
+Medians; times from the request to the ``stopped`` event, as the peer's were measured.
+Usage: python benchmarks/bench_dap.py [--steps N] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+from dap.client import DapClient
+from dap.natives import NativeSet
+from dap.schema import SCHEMA_PATH, DapSchema
+
+PEER = {"first stop": "470-940 ms (small programs)", "stack": "21.8 ms (stackTrace only)",
+        "native next": "3.6 ms", "python next": "7.8 ms", "into C": "61-129 ms", "into pybind11": "133-200 ms",
+        "out to Python": "15-29 ms", "into callback": "22-33 ms"}
+
+
+def adapter(work: Path, schema: DapSchema) -> DapClient:
+    """A client of a new ``mixdbg dap``."""
+    return DapClient.spawn([sys.executable, "-m", "mixdbg", "dap"], work, schema, timeout=120)
+
+
+def launch(client: DapClient, natives: NativeSet, script: str, *args: str, lines: dict[str, list[int]] | None = None,
+           functions: tuple[str, ...] = ()) -> int:
+    """Launch a driver script; the thread of its first stop."""
+    client.launch({"program": str(natives.script(script)), "args": list(args), "cwd": str(natives.directory),
+                   "console": "internalConsole", "env": natives.env()},
+                  breakpoints={Path(k): v for k, v in (lines or {}).items()}, function_breakpoints=list(functions))
+    return int(client.wait_stopped(timeout=120)["threadId"])
+
+
+def first_stop(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> tuple[float, float]:
+    """Seconds from launch to the first native stop: mixdbg dap, and mixdbg run --json."""
+    dap_times, run_times = [], []
+    for _ in range(runs):
+        client = adapter(work, schema)
+        started = time.monotonic()
+        try:
+            launch(client, natives, "capi_main.py", functions=("native_step",))
+            dap_times.append(time.monotonic() - started)
+        finally:
+            client.close(terminate_debuggee=True)
+        started = time.monotonic()
+        run = subprocess.Popen([sys.executable, "-m", "mixdbg", "run", "--json", "-b", "native_step",
+                                str(natives.script("capi_main.py"))], cwd=natives.directory, env=natives.env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert run.stdout is not None
+        for line in run.stdout:
+            if json.loads(line).get("event") == "stopped":
+                run_times.append(time.monotonic() - started)
+                break
+        run.kill()
+        run.wait()
+    return statistics.median(dap_times), statistics.median(run_times)
+
+
+def deep_stack(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> float:
+    """Seconds for stackTrace + scopes + variables at a native stop under 200 Python frames."""
+    client = adapter(work, schema)
+    try:
+        thread = launch(client, natives, "deep_main.py", "200", functions=("native_step",))
+        times = []
+        for _ in range(runs):
+            client.request("next", threadId=thread)  # a new stop: nothing cached
+            client.wait_stopped()
+            started = time.monotonic()
+            frames = client.stack(thread)
+            python = next(f for f in frames if f["name"] == "down")
+            for frame in (frames[0], python):
+                for scope in client.scopes(frame["id"]):
+                    client.variables(scope["variablesReference"])
+            times.append(time.monotonic() - started)
+        assert len([f for f in frames if f["name"] == "down"]) >= 199
+        return statistics.median(times)
+    finally:
+        client.close(terminate_debuggee=True)
+
+
+def native_next(work: Path, schema: DapSchema, natives: NativeSet, steps: int) -> tuple[float, float]:
+    """Seconds per native ``next``: mixdbg dap, and gdb's own ``next`` in one gdb."""
+    client = adapter(work, schema)
+    capi = natives.capi
+    try:
+        thread = launch(client, natives, "steps_main.py", str(steps), lines={str(capi.source): [capi.line("loop")]})
+        client.request("setBreakpoints", source={"path": str(capi.source)}, breakpoints=[])
+        times = [client.timed("next", threadId=thread).to_event for _ in range(steps)]
+    finally:
+        client.close(terminate_debuggee=True)
+    script = (f"set breakpoint pending on\nbreak {capi.source}:{capi.line('loop')}\nrun\ndelete\npython\nimport time\n"
+              f"times = []\nfor _ in range({steps}):\n    t = time.monotonic()\n    gdb.execute('next', to_string=True)\n"
+              "    times.append(time.monotonic() - t)\ntimes.sort()\nprint('MEDIAN', times[len(times) // 2])\nend\nkill\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".gdb", delete=False) as handle:
+        handle.write(script)
+    gdb = subprocess.run(["gdb", "-nx", "-batch", "-x", handle.name, "--args", sys.executable,  # noqa: PLW1510
+                          str(natives.script("steps_main.py")), str(steps)],
+                         cwd=natives.directory, env=natives.env(), capture_output=True, text=True, timeout=300)
+    median = next(float(line.split()[1]) for line in gdb.stdout.splitlines() if line.startswith("MEDIAN"))
+    return statistics.median(times), median
+
+
+def python_next(work: Path, schema: DapSchema, natives: NativeSet, steps: int) -> tuple[float, float]:
+    """Seconds per Python ``next``: mixdbg dap, and debugpy's adapter."""
+    results = []
+    script = natives.script("steps_main.py")
+    line = natives.line("steps_main.py", "py_step")
+    natives.capi  # noqa: B018 - built before either arm starts
+    for command in ([sys.executable, "-m", "mixdbg", "dap"], [sys.executable, "-m", "debugpy.adapter"]):
+        client = DapClient.spawn(command, work, schema, timeout=120)
+        try:
+            client.launch({"type": "python", "request": "launch", "program": str(script), "args": [str(steps * 4)],
+                           "cwd": str(natives.directory), "console": "internalConsole", "env": natives.env({}),
+                           "justMyCode": True}, breakpoints={script: [line]})
+            thread = int(client.wait_stopped(timeout=120)["threadId"])
+            client.request("setBreakpoints", source={"path": str(script)}, breakpoints=[])
+            results.append(statistics.median(client.timed("next", threadId=thread).to_event for _ in range(steps)))
+        finally:
+            client.close(terminate_debuggee=True)
+    return results[0], results[1]
+
+
+def boundary(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> dict[str, float]:
+    """Seconds of each step across the boundary (medians over ``runs`` sessions)."""
+    found: dict[str, list[float]] = {key: [] for key in ("into C", "into pybind11", "out to Python", "into callback")}
+    for _ in range(runs):
+        for key, script, marker in (("into C", "capi_main.py", "call"), ("into pybind11", "geom_main.py", "method")):
+            client = adapter(work, schema)
+            try:
+                thread = launch(client, natives, script, lines={str(natives.script(script)): [natives.line(script, marker)]})
+                time.sleep(2.0)  # the user reads the stop: the read-ahead of the module's functions is done
+                found[key].append(client.timed("stepIn", threadId=thread).to_event)
+                if key == "into C":
+                    found["out to Python"].append(client.timed("stepOut", threadId=thread).to_event)
+            finally:
+                client.close(terminate_debuggee=True)
+        capi = natives.capi
+        client = adapter(work, schema)
+        try:
+            thread = launch(client, natives, "capi_main.py", lines={str(capi.source): [capi.line("callback")]})
+            client.request("setBreakpoints", source={"path": str(capi.source)}, breakpoints=[])
+            found["into callback"].append(client.timed("stepIn", threadId=thread).to_event)
+        finally:
+            client.close(terminate_debuggee=True)
+    return {key: statistics.median(values) for key, values in found.items()}
+
+
+def row(what: str, ours: float, base: float | None, base_name: str, peer: str) -> None:
+    """One line of the report: ms, the baseline and ratio, the peer's figure."""
+    ratio = f"{ours / base:.2f}x {base_name} ({base * 1000:.1f} ms)" if base else ""
+    print(f"{what:<34} {ours * 1000:8.1f} ms   {ratio:<40} peer: {peer}", flush=True)
+
+
+def main() -> None:
+    """Run every measurement and print the report."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    schema = DapSchema(SCHEMA_PATH)
+    with tempfile.TemporaryDirectory(prefix="bench-dap-") as directory:
+        work = Path(directory)
+        natives = NativeSet(sys.executable, work / "natives")
+        natives.capi, natives.geom  # noqa: B018 - built before anything is timed
+        dap, run = first_stop(work, schema, natives, args.runs)
+        row("launch -> first native stop", dap, run, "mixdbg run", PEER["first stop"])
+        row("stackTrace+scopes+variables, 200 deep", deep_stack(work, schema, natives, args.runs * 3), None, "",
+            PEER["stack"])
+        ours, gdb = native_next(work, schema, natives, args.steps)
+        row("native next", ours, gdb, "gdb's next", PEER["native next"])
+        ours, debugpy = python_next(work, schema, natives, args.steps)
+        row("Python next", ours, debugpy, "debugpy", PEER["python next"])
+        for key, value in boundary(work, schema, natives, args.runs).items():
+            row(f"step {key}", value, None, "", PEER[key])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""A session's breakpoints: creating them in gdb (operators through ``pytorch.opbreaks``),
+keeping their locations as gdb re-resolves them in every followed process, deleting them,
+and the ``breakpoint`` events that report each change.
+
+The session owns gdb and the run loop; this table owns what the user asked to stop at,
+the same for every front end (``-b``, the prompt's ``b``, ``mixdbg break``, the editor's
+breakpoints through ``mixdbg dap``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
+from mixdbg.errors import UsageError
+from mixdbg.events import BreakpointChanged, Event, Notice
+from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
+from mixdbg.proctree import ProcessTree
+from mixdbg.pytorch.catalogue import KERNEL_LIBRARY
+from mixdbg.pytorch.opbreaks import OperatorBreakpoints
+from mixdbg.solibs import SymbolReader
+
+
+class BreakpointTable:
+    """The breakpoints by number (``items``); ``attached()`` says whether gdb is attached
+    to a process yet (breakpoints bind at once then), ``pid()`` which process is the root."""
+
+    def __init__(self, gdb: GdbMi, emit: Callable[[Event], None], tree: ProcessTree, solibs: SymbolReader,
+                 demangle: Callable[[list[str]], list[str]], python: str | None, by_address: bool,
+                 attached: Callable[[], bool], pid: Callable[[], int | None]) -> None:
+        self.gdb = gdb
+        self.emit = emit
+        self.tree = tree
+        self.solibs = solibs
+        self.attached = attached
+        self.pid = pid
+        self.items: dict[int, Breakpoint] = {}
+        self.throw_catch: int | None = None  # gdb's C++ throw catchpoint, when asked for
+        self.ops = OperatorBreakpoints(gdb, self._insert, demangle, python, by_address=by_address)
+
+    def add(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
+        """Create a breakpoint (pending until a library defines it) and report it, now or
+        (``announce=False``, before the session is known) with ``announce_all``.
+        ``enabled=False`` keeps it from stopping until ``enable_all``: a launched debuggee
+        runs its debugger's start-up under gdb, and that code is not the user's."""
+        attached = self.attached()
+        if attached:  # the loaded libraries it can be in that gdb has not read
+            self.solibs.read_unread([spec], KERNEL_LIBRARY.name if spec.is_op else None)
+        if spec.is_op:  # bound at once only where gdb is attached and has the symbols
+            breakpoint = self.ops.add(spec, enabled, self.pid(), bind_now=attached)
+        else:
+            bkpt = self._insert(spec, enabled)
+            breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
+            breakpoint.hint = self.ops.native_hint(spec, self.pid())
+        self.items[breakpoint.number] = breakpoint
+        self._disable_plt(breakpoint)
+        if announce:
+            self.emit(self.event(breakpoint))
+        return breakpoint
+
+    def _insert(self, spec: BreakSpec, enabled: bool, location: str | None = None) -> dict[str, Any]:
+        try:
+            result = self.gdb.command(spec.mi_insert(enabled, location), SLOW_COMMAND_TIMEOUT)
+        except GdbCommandError as err:
+            raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
+        bkpt: dict[str, Any] = result["bkpt"]
+        return bkpt
+
+    def bind_operators(self, pid: int) -> None:
+        """In process ``pid`` (stopped where torch's kernels are loaded): bind the operator
+        breakpoints there."""
+        for breakpoint in self.ops.bind(pid, self.items):
+            self.emit(self.event(breakpoint))
+
+    def enable_all(self) -> None:
+        """Enable every breakpoint (inserted disabled while the debuggee started up)."""
+        numbers = [n for breakpoint in self.items.values() for n in self.ops.gdb_numbers(breakpoint)]
+        if numbers:
+            self.gdb.command("-break-enable " + " ".join(map(str, numbers)))
+
+    def announce_all(self) -> None:
+        """Report every breakpoint's current state."""
+        for breakpoint in self.items.values():
+            self.emit(self.event(breakpoint))
+
+    def delete(self, number: int) -> None:
+        """Delete one of the session's breakpoints."""
+        breakpoint = self.items.pop(number, None)
+        if breakpoint is None:
+            raise UsageError(f"no breakpoint {number}")
+        self.gdb.command("-break-delete " + " ".join(map(str, self.ops.gdb_numbers(breakpoint))))
+        self.ops.forget(breakpoint)
+        self.emit(self.event(breakpoint, deleted=True))
+
+    def catch_throw(self, enabled: bool) -> None:
+        """Stop wherever C++ code throws (reported as an ``exception``), or no longer."""
+        if enabled and self.throw_catch is None:
+            self.throw_catch = int(self.gdb.command("-catch-throw")["bkpt"]["number"])
+        elif not enabled and self.throw_catch is not None:
+            self.gdb.command(f"-break-delete {self.throw_catch}")
+            self.throw_catch = None
+
+    def owner(self, gdb_number: int) -> Breakpoint | None:
+        """The breakpoint a gdb breakpoint number belongs to (an operator has many)."""
+        return self.items.get(self.ops.owner(gdb_number))
+
+    def event(self, breakpoint: Breakpoint, deleted: bool = False) -> BreakpointChanged:
+        """A breakpoint's event, with the pids of the processes it has a location in."""
+        inferiors = {inferior for loc in breakpoint.real_locations for inferior in loc.inferiors}
+        return BreakpointChanged({**breakpoint.to_json(), "pids": self.tree.pids_of(inferiors)}, deleted)
+
+    def _disable_plt(self, breakpoint: Breakpoint) -> None:
+        stubs = breakpoint.plt_to_disable()
+        if stubs:
+            self.gdb.command("-break-disable " + " ".join(stubs))
+            breakpoint.locations = [
+                loc if loc.number not in stubs else type(loc)(**{**loc.__dict__, "enabled": False})
+                for loc in breakpoint.locations
+            ]
+
+    def on_modified(self, bkpt: dict[str, Any]) -> None:
+        """gdb re-resolved a breakpoint (a library loaded, a process came or went)."""
+        number = int(bkpt["number"])
+        breakpoint = self.owner(number)
+        if breakpoint is None or self.ops.is_catchpoint(number):  # an operator's load catch: no place
+            return
+        before = _reported_state(breakpoint)
+        breakpoint.set_locations(number, locations_from_mi(bkpt))
+        self._disable_plt(breakpoint)
+        if _reported_state(breakpoint) != before:
+            self.emit(self.event(breakpoint))
+            if breakpoint.invalid_condition:
+                self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
+                                            f"'{breakpoint.spec.condition}' at some locations; "
+                                            "they are disabled"))
+
+    def warn_unresolved(self) -> None:
+        """Tell the user about breakpoints no loaded library ever defined (likely typos)."""
+        for breakpoint in self.items.values():
+            if breakpoint.pending:
+                self.emit(Notice("warning", f"breakpoint {breakpoint.number} ({breakpoint.spec.text}) "
+                                            "never resolved: no loaded library defines it"))
+
+
+def _reported_state(breakpoint: Breakpoint) -> object:
+    """What a change must alter for a ``breakpoint`` event. An operator's kernels re-bind one
+    by one when torch loads: it is reported when it binds first and when all are bound,
+    not at each of dozens of steps."""
+    if breakpoint.targets:
+        return breakpoint.resolution
+    return breakpoint.to_json(), breakpoint.invalid_condition

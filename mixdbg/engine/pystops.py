@@ -1,0 +1,75 @@
+"""The Python agents' side of a session: what they are told (their configuration, a
+stopped thread's next command), the requests a stopped thread answers (evaluate,
+variables), and which processes have one. The session's loop decides when; this module
+knows how (``docs/dap-design.md``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from mixdbg.engine import agents
+from mixdbg.engine.inspect import Inspector, StopPoint
+from mixdbg.errors import DebuggerError, UsageError
+from mixdbg.gdbmi import GdbMi
+
+
+class PythonStops:
+    """The agents of a session (``hub`` None: no agent, e.g. after an attach)."""
+
+    def __init__(self, gdb: GdbMi, hub: agents.AgentHub | None, inspect: Inspector,
+                 live_pids: Callable[[], set[int]]) -> None:
+        self.gdb = gdb
+        self.hub = hub
+        self.inspect = inspect
+        self.live_pids = live_pids
+
+    def alive(self) -> dict[int, int]:
+        """The live processes that have an agent, and its shared block's address."""
+        if self.hub is None:
+            return {}
+        live = self.live_pids()
+        return {pid: shared for pid, shared in self.hub.shared.items() if pid in live}
+
+    def configure(self, at_native_stop: bool, **changes: Any) -> None:
+        """Change what the agents are told (``AgentConfig`` fields); at a native stop, make
+        sure they apply it before the program runs another line."""
+        if self.hub is None:
+            return
+        self.hub.configure(**changes)
+        if at_native_stop:
+            for pid, shared in self.alive().items():
+                agents.nudge(self.inspect.write_memory, pid, shared)
+
+    def tell(self, stop: StopPoint | None, command: str) -> None:
+        """Give the thread at a Python stop its command for when it runs again."""
+        if stop is not None and stop.mailbox is not None:
+            agents.post_to_mailbox(self.inspect.write_memory, stop.mailbox, {"command": command})
+            stop.answered = True
+
+    def run_on(self, mailbox: agents.Mailbox) -> None:
+        """A reply nobody waits for any more (a native stop came first): the thread goes on."""
+        agents.post_to_mailbox(self.inspect.write_memory, mailbox, {"command": "continue"})
+
+    def ask(self, stop: StopPoint | None, request: dict[str, Any]) -> None:
+        """Start a request at a Python stop: only the stopped thread runs until it answers
+        (scheduler-locking, ended by ``asked``)."""
+        if stop is None or stop.mailbox is None:
+            raise UsageError("Python values are asked of the agent at Python stops only")
+        agents.post_to_mailbox(self.inspect.write_memory, stop.mailbox, request)
+        self.gdb.command("-gdb-set scheduler-locking on")
+        self.gdb.command(f"-exec-continue --thread {stop.thread}")
+
+    def asked(self, reply: dict[str, Any] | None) -> dict[str, Any]:
+        """End a request: every thread runs again on resumes; the reply's body, or its error."""
+        self.gdb.command("-gdb-set scheduler-locking replay")
+        if reply is None:
+            raise DebuggerError("the program stopped elsewhere while Python evaluated")
+        if "error" in reply:
+            raise DebuggerError(str(reply["error"]))
+        body: dict[str, Any] = reply.get("body", {})
+        return body
+
+    def is_reply_for(self, stop: StopPoint | None, mailbox: agents.Mailbox) -> bool:
+        """Whether a trapped reply is the one the current Python stop waits for."""
+        return stop is not None and stop.mailbox is not None and stop.mailbox.tid == mailbox.tid

@@ -1,0 +1,90 @@
+"""Which gdb mixdbg runs (``mixdbg.gdbpath``): the order of choices and the fallback's reason."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mixdbg import gdbpath
+from mixdbg.errors import UnavailableError
+from mixdbg.gdbmi import gdb_environment
+
+
+@pytest.fixture(autouse=True)
+def fresh_choice(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No ``MIXDBG_GDB`` from the caller's environment, and no cached wheel decision."""
+    monkeypatch.delenv(gdbpath.VARIABLE, raising=False)
+    gdbpath._bundled.cache_clear()
+    yield
+    gdbpath._bundled.cache_clear()
+
+
+def _program(directory: Path) -> Path:
+    """An ELF program called ``gdb`` in ``directory`` (a copy of ``true``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    true = shutil.which("true")
+    assert true is not None
+    target = directory / "gdb"
+    shutil.copy(os.path.realpath(true), target)
+    return target
+
+
+def test_argument_then_variable_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = _program(tmp_path / "a")
+    theirs = _program(tmp_path / "b")
+    monkeypatch.setenv(gdbpath.VARIABLE, str(theirs))
+    assert gdbpath.choose(str(mine)) == gdbpath.GdbChoice(str(mine), gdbpath.ARGUMENT)
+    assert gdbpath.choose() == gdbpath.GdbChoice(str(theirs), gdbpath.VARIABLE)
+
+
+def test_a_named_gdb_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(UnavailableError, match="--gdb names"):
+        gdbpath.choose(str(tmp_path / "nothing"))
+
+
+def test_the_wheels_gdb_is_the_default_here() -> None:
+    script = gdbpath.wheel_script()
+    if script is None or gdbpath.shared_libpython() is None:
+        pytest.skip(f"{gdbpath.WHEEL} is not usable for {sys.executable}")
+    assert gdbpath.choose() == gdbpath.GdbChoice(script, gdbpath.BUNDLED)
+    version = subprocess.run([script, "-nx", "--version"], capture_output=True, text=True, timeout=60,
+                             env=gdb_environment(), check=True).stdout
+    assert version.startswith("GNU gdb")
+
+
+def test_no_shared_libpython_falls_back_to_the_system_gdb_and_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    system = _program(tmp_path / "usr" / "bin")
+    monkeypatch.setenv("PATH", str(system.parent))
+    monkeypatch.setattr(gdbpath, "shared_libpython", lambda: None)
+    monkeypatch.setattr(gdbpath, "wheel_script", lambda: "/somewhere/bin/gdb")
+    choice = gdbpath.choose()
+    assert (choice.path, choice.source) == (str(system), gdbpath.SYSTEM)
+    line = choice.fallback_line()
+    assert line is not None and "needs a shared libpython" in line and str(system) in line
+
+
+def test_without_the_wheel_and_without_a_system_gdb_the_error_says_both(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(gdbpath, "wheel_script", lambda: None)
+    monkeypatch.setattr(gdbpath, "SYSTEM_GDB", str(tmp_path / "no-gdb"))
+    with pytest.raises(UnavailableError, match="is not installed for .* and there is no gdb on PATH"):
+        gdbpath.choose()
+
+
+def test_scripts_called_gdb_on_path_are_not_the_system_gdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    shim = shims / "gdb"
+    shim.write_text("#!/bin/sh\nexec gdb \"$@\"\n")
+    shim.chmod(0o755)
+    real = _program(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{shims}{os.pathsep}{real.parent}")
+    assert gdbpath.system_gdb() == str(real)
