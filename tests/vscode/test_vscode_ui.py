@@ -157,11 +157,15 @@ def test_module_configuration_asks_for_the_module(code_server: CodeServer, tmp_p
     # Given what `mixdbg setup --kind mixdbg` writes, in a folder with a module
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    (workspace / "hello_module.py").write_text("print('hello from a module')\n")
+    (workspace / "hello_module.py").write_text(
+        "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text(__name__)\n")
     subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--kind", "mixdbg", "--workspace", str(workspace)],
                    check=True, timeout=60, capture_output=True)
     # When "mixdbg: module" is started: it asks, and python -m hello_module runs to its end
-    steps = drive(code_server, "module.js", workspace, timeout=360, module="hello_module",
-                  expect="hello from a module")
+    ran = tmp_path / "ran"
+    launch = workspace / ".vscode" / "launch.json"
+    launch.write_text(launch.read_text().replace('"module": "${command:mixdbg.askModule}",\n            "args": []',
+                                                 f'"module": "${{command:mixdbg.askModule}}",\n            "args": ["{ran}"]'))
+    steps = drive(code_server, "module.js", workspace, timeout=360, module="hello_module")
     assert "The module to run and debug" in steps["question"]
-    assert steps["console"] == "hello from a module"
+    assert ran.read_text() == "__main__"

@@ -152,6 +152,8 @@ async function openWorkbench({ R, url, folder, shots }) {
       await scrollCallStack(-100000);
       const row = page.locator('.debug-call-stack .monaco-list-row', { hasText: pattern }).first();
       for (let i = 0; i < 40 && !(await row.count()); i += 1) await scrollCallStack(200);
+      await page.mouse.move(0, 0);  // the hover of a long frame name covers the rows below it
+      await page.waitForTimeout(500);
       await row.click();
       await page.waitForTimeout(800);
     },
