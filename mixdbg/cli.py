@@ -22,7 +22,8 @@ Debug Python and C/C++ in the same process at the same time.
   mixdbg run -b at::native::randn script.py     launch under debugpy + gdb, mixed stacks
   mixdbg attach PID -b my_c_function            the same for a running process
   mixdbg break at::native::add                  add a breakpoint to a running session
-  mixdbg setup                                  write .vscode/launch.json (debugpy + cppdbg)
+  mixdbg setup                                  write .vscode/launch.json (mixdbg; debugpy + cppdbg)
+  mixdbg setup --install-extension              install the VS Code extension (F5 on a .py file)
   mixdbg doctor                                 check everything that could block attaching
   mixdbg dap                                    a Debug Adapter Protocol server for editors
 

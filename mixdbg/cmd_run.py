@@ -99,7 +99,8 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
 
     ps = verbs.add_parser("ps", help="list Python processes and their debugpy roles",
                           description="List Python processes with their role: debuggee, "
-                          "debugpy adapter, debugpy launcher, or other.")
+                          "debugpy adapter, debugpy launcher, or other. --json adds 'program': the command "
+                          "line as the user ran it (python SCRIPT ARGS for a debuggee mixdbg launched).")
     ps.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ps.set_defaults(func=_ps)
 
@@ -341,7 +342,8 @@ def _end_on_signal(signum: int, frame: FrameType | None) -> None:
 
 def _ps(args: argparse.Namespace) -> int:
     rows = [
-        {"pid": proc.pid, "role": role, "cmdline": " ".join(attach.command_line(proc.pid))}
+        {"pid": proc.pid, "role": role, "cmdline": " ".join(attach.command_line(proc.pid)),
+         "program": " ".join(attach.program_line(proc.pid))}
         for proc, role in attach.python_processes()
     ]
     Output(json_mode=args.json).table(rows, columns=("pid", "role", "cmdline"))

@@ -262,6 +262,24 @@ def append_items(text: str, array: Node, values: Sequence[Any], style: Style) ->
     return _insert_entries(text, array, last, [dumps(v, style, indent) for v in values], indent, style)
 
 
+def prepend_items(text: str, array: Node, values: Sequence[Any], style: Style) -> list[Edit]:
+    """Edits that add ``values`` before the first item of ``array``, each on its own line.
+
+    They go at the start of the first item's line, so comments above it stay above the
+    items added; an item that shares a line with ``[`` gets them right before it.
+    """
+    if not array.items:
+        return append_items(text, array, values, style)
+    first = array.items[0]
+    if _starts_line(text, first.start):
+        indent = line_indent(text, first.start)
+        pos = first.start - len(indent)
+        entries = "".join(indent + dumps(v, style, indent) + "," + style.eol for v in values)
+        return [Edit(pos, pos, entries)]
+    indent = line_indent(text, array.start) + style.indent
+    return [Edit(first.start, first.start, "".join(dumps(v, style, indent) + ", " for v in values))]
+
+
 def add_members(text: str, obj: Node, members: Sequence[tuple[str, Any]], style: Style) -> list[Edit]:
     """Edits that add ``"key": value`` members at the end of ``obj``, each on its own line."""
     last = obj.members[-1] if obj.members else None

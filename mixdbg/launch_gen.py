@@ -2,9 +2,14 @@
 
 The configurations come from the commented templates in ``vscode-templates/`` (installed
 as ``mixdbg.vscode_templates``) and are validated against our own JSON Schemas there
-before anything is written. mixdbg owns exactly three entries, recognised by name only
-(VS Code flags unknown keys, so there is no marker key): ``DEBUGPY_NAME``,
-``CPPDBG_NAME`` and the compound ``COMPOUND_NAME``.
+before anything is written. mixdbg owns six entries, recognised by name only (VS Code
+flags unknown keys, so there is no marker key), of two kinds:
+
+* ``mixdbg`` (``MIXDBG_NAMES``): ``type: mixdbg`` configurations served by ``mixdbg dap``
+  through our extension, validated against the schema VS Code derives from the extension's
+  attributes (``debug_schema``); new ones go first in the list, so F5 picks them;
+* ``pair``: ``DEBUGPY_NAME``, ``CPPDBG_NAME`` and the compound ``COMPOUND_NAME``, for
+  Microsoft's VS Code without our extension; new ones go last.
 
 Safety rules for the user's file (reading, backups and atomic writes live in
 ``user_files``; see also ``ensure_setup``):
@@ -37,13 +42,22 @@ from typing import Any
 
 import jsonschema
 
-from mixdbg import jsonc, user_files
+from mixdbg import debug_schema, jsonc, user_files
 from mixdbg.errors import DataError, MixdbgError, NotFoundError, UsageError
 from mixdbg.gdbmi import find_gdb, mi_escape
 
 DEBUGPY_NAME = "mixdbg: Python (debugpy attach)"
 CPPDBG_NAME = "mixdbg: C++ (gdb attach)"
 COMPOUND_NAME = "mixdbg: Python + C++"
+MIXDBG_FILE_NAME = "mixdbg: current file"
+MIXDBG_MODULE_NAME = "mixdbg: module"
+MIXDBG_ATTACH_NAME = "mixdbg: attach to a process"
+MIXDBG_NAMES = (MIXDBG_FILE_NAME, MIXDBG_MODULE_NAME, MIXDBG_ATTACH_NAME)
+PAIR_NAMES = (DEBUGPY_NAME, CPPDBG_NAME, COMPOUND_NAME)
+KIND_MIXDBG = "mixdbg"
+KIND_PAIR = "pair"
+KIND_BOTH = "both"
+KIND_NAMES = {KIND_MIXDBG: MIXDBG_NAMES, KIND_PAIR: PAIR_NAMES, KIND_BOTH: MIXDBG_NAMES + PAIR_NAMES}
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5678
 PICK_PROCESS = "${command:pickProcess}"
@@ -117,13 +131,23 @@ def schema(name: str) -> dict[str, Any]:
     return loaded
 
 
+def entry_schema(name: str) -> dict[str, Any]:
+    """The schema one of our entries must satisfy: for a ``type: mixdbg`` entry, the one VS Code
+    checks it against (from ``mixdbg dap``'s arguments); for the pair, our strict ones."""
+    if name in MIXDBG_NAMES:
+        request = "attach" if name == MIXDBG_ATTACH_NAME else "launch"
+        attributes = debug_schema.configuration_attributes(debug_schema.dap_arguments())
+        return debug_schema.effective_schema(debug_schema.DEBUG_TYPE, request, attributes[request])
+    if name in _SCHEMAS:
+        return schema(_SCHEMAS[name])
+    raise MixdbgError(f"internal error: no schema for configuration {name!r}")
+
+
 def validate_entry(entry: Mapping[str, Any]) -> None:
     """Check one of our entries against its schema; a failure is a mixdbg bug."""
-    name = entry.get("name")
-    if name not in _SCHEMAS:
-        raise MixdbgError(f"internal error: no schema for configuration {name!r}")
+    name = str(entry.get("name"))
     try:
-        jsonschema.validate(dict(entry), schema(_SCHEMAS[str(name)]))
+        jsonschema.validate(dict(entry), entry_schema(name))
     except jsonschema.ValidationError as err:
         raise MixdbgError(f"internal error: generated {name!r} is invalid: {err.message}") from err
 
@@ -175,41 +199,53 @@ def _interpreter_binary(python: str) -> str:
 
 
 def generate_entries(python: str, host: str, port: int, *, gdb: str | None = None,
-                     source_map: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """Our three entries (debugpy attach, cppdbg attach, compound), filled in and validated.
+                     source_map: Mapping[str, str] | None = None, kind: str = KIND_BOTH) -> list[dict[str, Any]]:
+    """Our entries of ``kind``, filled in and validated: the ``type: mixdbg`` ones (current
+    file, module, attach by picker), then the pair (debugpy attach, cppdbg attach, compound).
 
-    ``python`` is resolved to its real path, the executable gdb sees in ``/proc/PID/exe``;
-    ``miDebuggerPath`` is ``gdb``, else the gdb ``mixdbg run`` would use (``find_gdb``).
+    For the pair, ``python`` is resolved to its real path, the executable gdb sees in
+    ``/proc/PID/exe``, and ``miDebuggerPath`` is ``gdb``, else the gdb ``mixdbg run`` would use
+    (``find_gdb``); the ``mixdbg`` kind needs none of the arguments.
     """
-    _check_port(port)
-    if not host:
-        raise UsageError("the debugpy host must not be empty")
-    real = _interpreter_binary(python)
-    script = python_gdb_script(real)
-    values: dict[str, Any] = {
-        "python": real, "host": host, "port": port, "gdb": gdb or find_gdb(),
-        "python_gdb_script_mi": mi_escape(script) if script else None,
-        "source_file_map": dict(source_map) if source_map else None,
-    }
-    document = _fill(jsonc.loads(template_text("launch.jsonc")), values)
-    entries: list[dict[str, Any]] = [*document["configurations"], *document["compounds"]]
+    if kind not in KIND_NAMES:
+        raise UsageError(f"unknown kind of configurations {kind!r} (use {', '.join(KIND_NAMES)})")
+    document = jsonc.loads(template_text("launch.jsonc"))
+    wanted = [e for e in [*document["configurations"], *document["compounds"]] if e["name"] in KIND_NAMES[kind]]
+    values = _pair_values(python, host, port, gdb, source_map) if kind != KIND_MIXDBG else {}
+    entries: list[dict[str, Any]] = [_fill(entry, values) for entry in wanted]
     for entry in entries:
         validate_entry(entry)
     return entries
 
 
+def _pair_values(python: str, host: str, port: int, gdb: str | None,
+                 source_map: Mapping[str, str] | None) -> dict[str, Any]:
+    """The values of the pair's ``{{placeholders}}``, checked."""
+    _check_port(port)
+    if not host:
+        raise UsageError("the debugpy host must not be empty")
+    real = _interpreter_binary(python)
+    script = python_gdb_script(real)
+    return {
+        "python": real, "host": host, "port": port, "gdb": gdb or find_gdb(),
+        "python_gdb_script_mi": mi_escape(script) if script else None,
+        "source_file_map": dict(source_map) if source_map else None,
+    }
+
+
 def ensure_setup(workspace: Path, python: str, host: str, port: int, *,
                  source_map: Mapping[str, str] | None = None, gdb: str | None = None,
-                 dry_run: bool = False) -> SetupResult:
-    """Create ``.vscode/launch.json`` or merge mixdbg's three entries into it (``mixdbg setup``).
+                 dry_run: bool = False, kind: str = KIND_BOTH) -> SetupResult:
+    """Create ``.vscode/launch.json`` or merge mixdbg's entries of ``kind`` into it (``mixdbg setup``).
 
     Entries with our names are replaced when they differ from what we generate, added when
-    missing, left byte for byte when equal, so a second run changes nothing. Everything
-    else in the file is kept exactly. Also writes ``c_cpp_properties.json`` when the
+    missing (``type: mixdbg`` ones first in the list, the pair last), left byte for byte when
+    equal, so a second run changes nothing. Entries of the other kind are left as they are.
+    Everything else in the file is kept exactly. Also writes ``c_cpp_properties.json`` when the
     workspace has a ``compile_commands.json`` and no such file yet. Raises DataError for
     an unparseable file, CannotWriteError when it cannot be written safely.
     """
-    entries = generate_entries(python, host, port, gdb=gdb, source_map=source_map)
+    entries = generate_entries(python, host, port, gdb=gdb, source_map=source_map, kind=kind)
     path = launch_json_path(_existing_dir(workspace))
     state = user_files.read_for_edit(path, _parse_root)
     added: list[str] = []
@@ -220,10 +256,15 @@ def ensure_setup(workspace: Path, python: str, host: str, port: int, *,
         added = [e["name"] for e in entries]
     else:
         new_text = state.text
+        actions: dict[str, str] = {}
+        # Each new type-mixdbg entry goes first: add them last to first to keep their order.
+        firsts = [e for e in entries if e["name"] in MIXDBG_NAMES]
+        for entry in [*reversed(firsts), *(e for e in entries if e["name"] not in MIXDBG_NAMES)]:
+            new_text, actions[entry["name"]] = _upsert(new_text, entry, replace=True,
+                                                       first=entry["name"] in MIXDBG_NAMES)
         for entry in entries:
-            new_text, action = _upsert(new_text, entry, replace=True)
-            {"added": added, "updated": updated, "unchanged": unchanged}[action].append(entry["name"])
-    _check_merged(new_text, strict=True)
+            {"added": added, "updated": updated, "unchanged": unchanged}[actions[entry["name"]]].append(entry["name"])
+    _check_merged(new_text, strict=True, names=KIND_NAMES[kind])
     changed = new_text != state.text
     backup = None if dry_run or not changed else user_files.commit(state, new_text, _user_content)
     cpp_path, cpp_action = _ensure_c_cpp_properties(workspace, dry_run)
@@ -246,17 +287,17 @@ def set_attach_target(workspace: Path, pid: int, program: str, port: int) -> Pat
     path = launch_json_path(_existing_dir(workspace))
     state = user_files.read_for_edit(path, _parse_root)
     if state.text is None:
-        text = _new_launch_text(generate_entries(program, DEFAULT_HOST, port))
+        text = _new_launch_text(generate_entries(program, DEFAULT_HOST, port, kind=KIND_PAIR))
     else:
         text = state.text
-        missing = [n for n in (DEBUGPY_NAME, CPPDBG_NAME, COMPOUND_NAME) if _find(text, n) is None]
+        missing = [n for n in PAIR_NAMES if _find(text, n) is None]
         if missing:
-            for entry in generate_entries(program, DEFAULT_HOST, port):
+            for entry in generate_entries(program, DEFAULT_HOST, port, kind=KIND_PAIR):
                 if entry["name"] in missing:
                     text, _ = _upsert(text, entry, replace=False)
     text = _set_in_entry(text, CPPDBG_NAME, [("processId", pid), ("program", program)])
     text = _set_debugpy_port(text, port)
-    _check_merged(text, strict=False)
+    _check_merged(text, strict=False, names=PAIR_NAMES)
     if text != state.text:
         user_files.commit(state, text, _user_content)
     return path
@@ -296,8 +337,9 @@ def _find(text: str, name: str) -> jsonc.Node | None:
     return found[0] if found else None
 
 
-def _upsert(text: str, entry: Mapping[str, Any], replace: bool) -> tuple[str, str]:
-    """Add ``entry`` to its list, or replace the entry of that name; return (text, action)."""
+def _upsert(text: str, entry: Mapping[str, Any], replace: bool, first: bool = False) -> tuple[str, str]:
+    """Add ``entry`` to its list (at its end, or its start when ``first``), or replace the entry
+    of that name; return (text, action)."""
     style = jsonc.detect_style(text)
     existing = _find(text, entry["name"])
     if existing is not None:
@@ -309,6 +351,8 @@ def _upsert(text: str, entry: Mapping[str, Any], replace: bool) -> tuple[str, st
     member = root.member(key)
     if member is None:
         edits = jsonc.add_members(text, root, [(key, [entry])], style)
+    elif first:
+        edits = jsonc.prepend_items(text, member.value, [entry], style)
     else:
         edits = jsonc.append_items(text, member.value, [entry], style)
     return jsonc.apply_edits(text, edits), "added"
@@ -334,20 +378,20 @@ def _set_debugpy_port(text: str, port: int) -> str:
     return jsonc.apply_edits(text, edits)
 
 
-def _check_merged(text: str, strict: bool) -> None:
-    """Re-parse the result: ours present once each, valid (strict), compound refs resolvable."""
-    nodes = {name: _find(text, name) for name in _SCHEMAS}
+def _check_merged(text: str, strict: bool, names: Sequence[str]) -> None:
+    """Re-parse the result: ``names`` present once each, valid (strict), compound refs resolvable."""
+    nodes = {name: _find(text, name) for name in names}
     for name, node in nodes.items():
         if node is None:
             raise MixdbgError(f"internal error: {name!r} missing after the merge")
         if strict:
             validate_entry(node.value)
-    names = {c.get("name") for c in _parse_root(text).value.get("configurations", []) if isinstance(c, dict)}
-    compound = nodes[COMPOUND_NAME]
+    defined = {c.get("name") for c in _parse_root(text).value.get("configurations", []) if isinstance(c, dict)}
+    compound = _find(text, COMPOUND_NAME)
     refs = compound.value.get("configurations", []) if compound else []
     for ref in refs if isinstance(refs, list) else []:
         ref_name = ref.get("name") if isinstance(ref, dict) else ref
-        if ref_name not in names:
+        if ref_name not in defined:
             raise DataError(f"compound {COMPOUND_NAME!r} refers to {ref_name!r}, which is not defined")
 
 
@@ -410,7 +454,7 @@ def _parse_root(text: str, path: Path | None = None) -> jsonc.Node:
 
 def _user_content(text: str) -> str:
     """``text`` without mixdbg's own entries: what a backup must preserve."""
-    spans = [(node.start, node.end) for node in (_find(text, name) for name in _SCHEMAS) if node]
+    spans = [(node.start, node.end) for node in (_find(text, name) for name in KIND_NAMES[KIND_BOTH]) if node]
     for start, end in sorted(spans, reverse=True):
         text = text[:start] + text[end:]
     return text

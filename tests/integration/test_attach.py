@@ -110,4 +110,6 @@ def test_ps_lists_roles(running_target: tuple[subprocess.Popen[str], dict[str, i
     rows = json.loads(result.stdout)
     roles = {row["pid"]: row["role"] for row in rows}
     assert roles[info["pid"]] == ROLE_DEBUGGEE
+    debuggee = next(row for row in rows if row["pid"] == info["pid"])
+    assert debuggee["program"] and all(isinstance(row["program"], str) for row in rows)
     assert ROLE_ADAPTER in roles.values()

@@ -21,8 +21,9 @@ import json, sys
 from importlib import resources
 from pathlib import Path
 import mixdbg
-from mixdbg import launch_gen
+from mixdbg import editor_install, launch_gen
 site = Path(sys.argv[1]).resolve()
+assert editor_install.shipped_extension().vsix.resolve().is_relative_to(site)
 assert Path(mixdbg.__file__).resolve().is_relative_to(site), mixdbg.__file__
 folder = resources.files("mixdbg.vscode_templates")
 assert Path(str(folder)).resolve().is_relative_to(site), folder
@@ -66,7 +67,9 @@ def test_wheel_and_sdist_ship_templates_that_an_installed_mixdbg_finds(tmp_path:
     wheel = _build(next(unpacked.iterdir()), dist, "wheel")
     with zipfile.ZipFile(wheel) as archive:
         in_wheel = {Path(n).name for n in archive.namelist() if n.startswith("mixdbg/vscode_templates/")}
+        names = set(archive.namelist())
     assert set(TEMPLATE_FILES) <= in_wheel
+    assert {"mixdbg/editors/mixdbg.vsix", "mixdbg/dap/configuration.json"} <= names, "pip install carries the extension"
 
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from mixdbg import launch_gen
-from mixdbg.launch_gen import COMPOUND_NAME, CPPDBG_NAME, DEBUGPY_NAME
+from mixdbg.launch_gen import (
+    COMPOUND_NAME,
+    CPPDBG_NAME,
+    DEBUGPY_NAME,
+    MIXDBG_FILE_NAME,
+    MIXDBG_NAMES,
+    PAIR_NAMES,
+)
 
 cli = pytest.importorskip("mixdbg.cli", reason="the CLI does not import yet (another verb is missing)")
 
@@ -36,8 +43,10 @@ def test_given_a_users_file_when_setup_runs_twice_then_second_run_changes_nothin
     assert code == 0 and err == ""
     assert f"updated {path}" in out and f"added: {CPPDBG_NAME}" in out
     assert "launch.json.mixdbg.bak" in out and f"press F5 on '{COMPOUND_NAME}'" in out
+    assert f"press F5 on '{MIXDBG_FILE_NAME}'" in out
     first = path.read_bytes()
-    assert first.startswith(USER[:USER.index(b"\t],")])
+    kept = USER[:USER.index(b'\t\t{"name": "own"')]
+    assert first.startswith(kept) and USER[len(kept):USER.index(b"\t],")] in first
 
     code, out, _ = run_setup(capsys, tmp_path)
     assert code == 0 and "nothing changed" in out
@@ -49,10 +58,19 @@ def test_json_output_describes_the_change(tmp_path: Path, capsys: pytest.Capture
     report = json.loads(out)
     assert code == 0 and err == ""
     assert report["created"] and report["changed"] and not report["dry_run"]
-    assert report["added"] == [DEBUGPY_NAME, CPPDBG_NAME, COMPOUND_NAME]
+    assert report["added"] == [*MIXDBG_NAMES, *PAIR_NAMES]
     assert report["launch_json"] == str(launch_gen.launch_json_path(tmp_path))
-    configs = launch_gen.read_configurations(Path(report["launch_json"]))
-    assert configs[0]["connect"]["port"] == 6001 and configs[1]["sourceFileMap"] == {"/b": "/s"}
+    configs = {c["name"]: c for c in launch_gen.read_configurations(Path(report["launch_json"]))}
+    assert configs[DEBUGPY_NAME]["connect"]["port"] == 6001 and configs[CPPDBG_NAME]["sourceFileMap"] == {"/b": "/s"}
+
+
+@pytest.mark.parametrize(("kind", "names"), [("mixdbg", MIXDBG_NAMES), ("pair", PAIR_NAMES)])
+def test_kind_writes_one_kind_only(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str,
+                                   names: tuple[str, ...]) -> None:
+    code, out, err = run_setup(capsys, tmp_path, "--kind", kind, "--json")
+    assert code == 0 and err == "" and json.loads(out)["added"] == list(names)
+    code, out, _ = run_setup(capsys, tmp_path, "--kind", kind)
+    assert code == 0 and "nothing changed" in out
 
 
 def test_dry_run_prints_a_diff_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -129,6 +147,8 @@ def test_as_a_subprocess(tmp_path: Path) -> None:
     help_text = subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--help"], capture_output=True,
                                text=True, timeout=60, check=False).stdout
     assert "--source-map FROM=TO" in help_text and "--dry-run" in help_text
+    assert "--kind {mixdbg,pair,both}" in help_text and "only in Microsoft's VS Code" in help_text
+    assert "--install-extension" in help_text and "exit codes:" in help_text
 
 
 def test_without_workspace_the_current_directory_is_the_workspace(tmp_path: Path) -> None:

@@ -15,12 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mixdbg import jsonc, launch_gen
+from mixdbg import debug_schema, jsonc, launch_gen
 from mixdbg.errors import CannotWriteError, DataError, MixdbgError, NotFoundError, UsageError
-from mixdbg.launch_gen import COMPOUND_NAME, CPPDBG_NAME, DEBUGPY_NAME
+from mixdbg.launch_gen import COMPOUND_NAME, CPPDBG_NAME, DEBUGPY_NAME, MIXDBG_NAMES, PAIR_NAMES
 
-OURS = (DEBUGPY_NAME, CPPDBG_NAME, COMPOUND_NAME)
-VSCODE_SCHEMAS = Path(__file__).resolve().parents[2].parent / "shared" / "vscode-schemas"
+OURS = MIXDBG_NAMES + PAIR_NAMES
+REPO = Path(__file__).resolve().parents[2]
+VSCODE_SCHEMAS = REPO.parent / "shared" / "vscode-schemas"
+EXTENSION_MANIFEST = REPO / "editors" / "vscode" / "package.json"
 PY = sys.executable
 
 USER_FILE = """\
@@ -118,7 +120,8 @@ def test_merge_keeps_user_bytes_and_is_idempotent(tmp_path: Path, name: str) -> 
         assert "\n    " not in new_text, "inserted lines must be indented with tabs"
     assert first.backup is not None and first.backup.read_bytes() == original
     names = [c["name"] for c in launch_gen.read_configurations(path)]
-    assert names.count(DEBUGPY_NAME) == names.count(CPPDBG_NAME) == 1
+    assert all(names.count(n) == 1 for n in OURS if n != COMPOUND_NAME)
+    assert names[:3] == list(MIXDBG_NAMES), "type-mixdbg entries go first, so F5 picks them"
 
     before = dir_snapshot(path.parent)
     second = setup(tmp_path)
@@ -132,7 +135,8 @@ def test_new_file_is_created_with_our_entries_only(tmp_path: Path) -> None:
     assert result.created and result.changed and result.backup is None
     text = result.launch_json.read_text()
     assert text.startswith("// ") and jsonc.loads(text)["version"] == "0.2.0"
-    assert [c["name"] for c in launch_gen.read_configurations(result.launch_json)] == [DEBUGPY_NAME, CPPDBG_NAME]
+    assert [c["name"] for c in launch_gen.read_configurations(result.launch_json)] == [
+        *MIXDBG_NAMES, DEBUGPY_NAME, CPPDBG_NAME]
     assert not setup(tmp_path).changed
 
 
@@ -141,7 +145,7 @@ def test_stale_entries_are_replaced_and_the_rest_kept(tmp_path: Path) -> None:
     setup(tmp_path, source_map={"/build": "/src"})
     with_map = path.read_text()
     result = setup(tmp_path)
-    assert set(result.updated) == {CPPDBG_NAME} and set(result.unchanged) == {DEBUGPY_NAME, COMPOUND_NAME}
+    assert set(result.updated) == {CPPDBG_NAME} and set(result.unchanged) == set(OURS) - {CPPDBG_NAME}
     assert without_ours(path.read_text()) == without_ours(with_map)
     assert "sourceFileMap" not in launch_gen.read_configurations(path)[-1]
 
@@ -150,7 +154,8 @@ def test_port_and_host_changes_update_only_debugpy(tmp_path: Path) -> None:
     setup(tmp_path)
     result = launch_gen.ensure_setup(tmp_path, PY, "localhost", 6000)
     assert result.updated == (DEBUGPY_NAME,)
-    connect = launch_gen.read_configurations(result.launch_json)[0]["connect"]
+    connect = next(c for c in launch_gen.read_configurations(result.launch_json)
+                   if c["name"] == DEBUGPY_NAME)["connect"]
     assert connect == {"host": "localhost", "port": 6000}
 
 
@@ -313,7 +318,8 @@ def test_set_attach_target_adds_only_what_is_missing(tmp_path: Path) -> None:
     launch_gen.set_attach_target(tmp_path, 5, PY, 7001)
     loaded = jsonc.loads(path.read_text())
     assert [c["name"] for c in loaded["compounds"]] == [COMPOUND_NAME]
-    assert loaded["configurations"][0]["connect"] == {"host": "10.0.0.1", "port": 7001}
+    debugpy = next(c for c in loaded["configurations"] if c["name"] == DEBUGPY_NAME)
+    assert debugpy["connect"] == {"host": "10.0.0.1", "port": 7001}
 
 
 @pytest.mark.parametrize("pid", [0, -5, True, "12"])
@@ -342,12 +348,12 @@ def test_setup_commands(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 
 def test_gdb_script_path_is_quoted_for_mi(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(launch_gen, "python_gdb_script", lambda python: '/we ird/"q"\\py-gdb.py')
-    cpp = launch_gen.generate_entries(PY, "127.0.0.1", 5678)[1]
+    cpp = launch_gen.generate_entries(PY, "127.0.0.1", 5678, kind="pair")[1]
     assert cpp["setupCommands"][2]["text"] == '-interpreter-exec console "source /we ird/\\"q\\"\\\\py-gdb.py"'
 
 
 def test_our_schema_rejects_what_we_must_never_write() -> None:
-    cpp = launch_gen.generate_entries(PY, "127.0.0.1", 5678)[1]
+    cpp = launch_gen.generate_entries(PY, "127.0.0.1", 5678, kind="pair")[1]
     for bad in (
         {**cpp, "setupCommands": cpp["setupCommands"] + [{"text": "handle SIGINT pass"}]},
         {**cpp, "processId": "1234"},
@@ -381,13 +387,31 @@ def vscode_schema(name: str) -> dict[str, Any]:
     return loaded
 
 
+def extension_schema(request: str) -> dict[str, Any]:
+    """What VS Code checks a ``type: mixdbg`` entry against, from our extension's package.json."""
+    manifest = json.loads(EXTENSION_MANIFEST.read_text())
+    debugger = next(d for d in manifest["contributes"]["debuggers"] if d["type"] == "mixdbg")
+    return debug_schema.effective_schema("mixdbg", request, debugger["configurationAttributes"][request])
+
+
+def toplevel_schema() -> dict[str, Any]:
+    """launch.json's schema as VS Code has it with our extension installed beside debugpy and cpptools."""
+    schema = vscode_schema("launch-toplevel.schema.json")
+    for request in ("launch", "attach"):
+        schema["definitions"][f"mixdbg-{request}"] = extension_schema(request)
+        schema["properties"]["configurations"]["items"]["oneOf"].append({"$ref": f"#/definitions/mixdbg-{request}"})
+    return schema
+
+
 def check_against_vscode(text: str) -> None:
     """Every entry of ours validates against the extension's effective schema; the file too."""
     document = jsonc.loads(text)
     by_type = {"debugpy": "debugpy-attach.vscode-effective.schema.json",
                "cppdbg": "cppdbg-attach.vscode-effective.schema.json"}
     for config in document["configurations"]:
-        if config["name"] in OURS:
+        if config["type"] == "mixdbg":
+            jsonschema.validate(config, extension_schema(config["request"]))
+        elif config["name"] in OURS:
             jsonschema.validate(config, vscode_schema(by_type[config["type"]]))
             jsonschema.validate(config, vscode_schema(by_type[config["type"]].replace(".vscode-effective", "")))
     names = {c["name"] for c in document["configurations"]}
@@ -398,11 +422,11 @@ def check_against_vscode(text: str) -> None:
 def test_fresh_file_validates_against_vscode_toplevel_schema(tmp_path: Path) -> None:
     result = setup(tmp_path, source_map={"/__w/pytorch/pytorch": "/home/me/pytorch"})
     check_against_vscode(result.new_text)
-    jsonschema.validate(jsonc.loads(result.new_text), vscode_schema("launch-toplevel.schema.json"))
+    jsonschema.validate(jsonc.loads(result.new_text), toplevel_schema())
     launch_gen.set_attach_target(tmp_path, 1234, PY, 5679)
     attached = result.launch_json.read_text()
     check_against_vscode(attached)
-    jsonschema.validate(jsonc.loads(attached), vscode_schema("launch-toplevel.schema.json"))
+    jsonschema.validate(jsonc.loads(attached), toplevel_schema())
 
 
 hosts = st.one_of(st.sampled_from(["127.0.0.1", "localhost", "::1", "0.0.0.0"]),
@@ -459,3 +483,88 @@ def test_repeated_attach_targets_do_not_pile_up_backups(tmp_path: Path) -> None:
     launch_gen.set_attach_target(tmp_path, 999, PY, 5678)
     newest = path.parent / "launch.json.mixdbg.bak.2"
     assert "edited comment" in newest.read_text() and '"processId": 109' in newest.read_text()
+
+
+# --- type: mixdbg entries and --kind ---------------------------------------------------------
+
+def test_each_kind_writes_only_its_entries_and_keeps_the_other(tmp_path: Path) -> None:
+    path = write(tmp_path, USER_FILE.encode())
+    pair = setup(tmp_path, kind="pair")
+    assert pair.added == PAIR_NAMES
+    assert not {c["name"] for c in launch_gen.read_configurations(path)} & set(MIXDBG_NAMES)
+    with_pair = path.read_text()
+    mixdbg = setup(tmp_path, kind="mixdbg")
+    assert mixdbg.added == MIXDBG_NAMES
+    assert only_insertions(with_pair, path.read_text()), "the pair and the user's entries stay as they were"
+    names = [c["name"] for c in launch_gen.read_configurations(path)]
+    assert names[:3] == list(MIXDBG_NAMES) and names[-2:] == [DEBUGPY_NAME, CPPDBG_NAME]
+    assert not setup(tmp_path).changed, "both kinds are now there"
+    with pytest.raises(UsageError, match="unknown kind"):
+        setup(tmp_path, kind="cppdbg")
+
+
+def test_a_removed_mixdbg_entry_comes_back_first_and_the_rest_stays(tmp_path: Path) -> None:
+    setup(tmp_path)
+    path = launch_gen.launch_json_path(tmp_path)
+    node = next(i for i in jsonc.parse(path.read_text()).member("configurations").value.items  # type: ignore[union-attr]
+                if i.value["name"] == MIXDBG_NAMES[0])
+    text = path.read_text()
+    path.write_text(text[:node.start] + '{"name": "mine", "type": "node", "request": "launch"}' + text[node.end:])
+    result = setup(tmp_path)
+    assert result.added == (MIXDBG_NAMES[0],)
+    assert [c["name"] for c in launch_gen.read_configurations(path)][:2] == [MIXDBG_NAMES[0], "mine"]
+
+
+def test_mixdbg_entries_launch_the_file_a_module_and_attach_by_picker() -> None:
+    entries = {e["name"]: e for e in launch_gen.generate_entries("/no/python/needed", "", 0, kind="mixdbg")}
+    assert list(entries) == list(MIXDBG_NAMES)
+    current, module, attach = entries.values()
+    assert (current["type"], current["request"], current["program"]) == ("mixdbg", "launch", "${file}")
+    assert module["request"] == "launch" and module["module"] == "${command:mixdbg.askModule}"
+    assert attach["request"] == "attach" and attach["processId"] == "${command:mixdbg.pickProcess}"
+
+
+@pytest.mark.parametrize(("name", "change"), [
+    (MIXDBG_NAMES[0], {"follow": "children"}),
+    (MIXDBG_NAMES[0], {"args": "--epochs 1"}),
+    (MIXDBG_NAMES[0], {"stopOnEntry": "yes"}),
+    (MIXDBG_NAMES[0], {"programm": "typo.py"}),
+    (MIXDBG_NAMES[0], {"type": "debugpy"}),
+    (MIXDBG_NAMES[2], {"processId": 12.5}),
+    (MIXDBG_NAMES[2], {"request": "launch"}),
+])
+def test_wrong_attributes_are_rejected_by_the_extensions_schema(name: str, change: dict[str, Any]) -> None:
+    entry = next(e for e in launch_gen.generate_entries(PY, "127.0.0.1", 5678) if e["name"] == name)
+    request = entry["request"]
+    jsonschema.validate(entry, extension_schema(request))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**entry, **change}, extension_schema(request))
+    with pytest.raises(MixdbgError, match="internal error"):
+        launch_gen.validate_entry({**entry, **change})
+
+
+def test_our_copy_of_vscodes_schema_processing_matches_the_reference() -> None:
+    """debug_schema.effective_schema, applied to debugpy's and cpptools' attributes, gives the
+    effective schemas ../shared/vscode-schemas derived from microsoft/vscode's code."""
+    for kind in ("debugpy-attach", "debugpy-launch", "cppdbg-attach", "cppdbg-launch"):
+        attributes = vscode_schema(f"{kind}.schema.json")
+        reference = vscode_schema(f"{kind}.vscode-effective.schema.json")
+        platform = reference.pop("definitions", {}).get("platform")
+        for system in ("windows", "osx", "linux"):
+            if "$ref" in reference["properties"][system]:
+                reference["properties"][system] = platform
+        debug_type, request = kind.split("-")
+        ours = debug_schema.effective_schema(debug_type, request, {
+            k: v for k, v in attributes.items() if k not in ("$schema", "title", "$comment")})
+        assert _shape(ours) == _shape(reference), kind
+
+
+def _shape(value: Any) -> Any:
+    """A schema without its texts for people (descriptions, defaults, titles)."""
+    texts = {"description", "default", "enumDescriptions", "$comment", "title", "$schema", "markdownDescription",
+             "deprecationMessage"}
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items() if k not in texts}
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    return value

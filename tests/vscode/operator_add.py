@@ -1,0 +1,5 @@
+import torch
+
+a = torch.ones(2, 3)
+b = a + a  # @add
+print(b)

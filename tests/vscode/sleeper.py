@@ -1,0 +1,4 @@
+import time
+
+while True:
+    time.sleep(0.2)

@@ -1,0 +1,175 @@
+"""The VS Code extension as built and shipped: its attributes come from mixdbg dap's one source,
+the .vsix in the package holds only what it should and is built from these sources, and
+``mixdbg setup --install-extension`` installs it with a real editor CLI (code-server's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from vscode_real import REPO, vscode_real
+
+import mixdbg
+from mixdbg import debug_schema
+
+__all__ = ["vscode_real"]  # a fixture, used by name
+
+EXTENSION = REPO / "editors" / "vscode"
+SHIPPED = REPO / "mixdbg" / "editors" / "mixdbg.vsix"
+VSIX_FILES = {
+    "extension.vsixmanifest", "[Content_Types].xml", "extension/package.json", "extension/readme.md",
+    "extension/LICENSE.txt", "extension/out/extension.js", "extension/out/configuration.js",
+    "extension/out/interpreter.js", "extension/out/machine.js", "extension/out/picker.js", "extension/out/cli.js",
+}
+
+
+def manifest() -> dict[str, object]:
+    loaded: dict[str, object] = json.loads((EXTENSION / "package.json").read_text())
+    return loaded
+
+
+def mixdbg_debugger(package: dict[str, object]) -> dict[str, object]:
+    contributes = package["contributes"]
+    assert isinstance(contributes, dict)
+    found: dict[str, object] = next(d for d in contributes["debuggers"] if d["type"] == "mixdbg")
+    return found
+
+
+def test_package_json_attributes_are_generated_from_configuration_json() -> None:
+    generated = debug_schema.configuration_attributes(debug_schema.dap_arguments())
+    assert mixdbg_debugger(manifest())["configurationAttributes"] == generated
+    if shutil.which("node") is None:
+        pytest.skip("node is not on PATH: the generator itself was not run")
+    done = subprocess.run(["node", "scripts/gen-attributes.js", "--check"], cwd=EXTENSION, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_extension_contributes_what_a_vscode_user_expects() -> None:
+    package = manifest()
+    debugger = mixdbg_debugger(package)
+    assert package["version"] == mixdbg.__version__
+    assert package["engines"] == {"vscode": "^1.100.0"}
+    contributes = package["contributes"]
+    assert isinstance(contributes, dict)
+    assert [b["language"] for b in contributes["breakpoints"]] == ["python", "c", "cpp", "cuda-cpp"]
+    assert debugger["label"] and debugger["initialConfigurations"] and debugger["configurationSnippets"]
+    for configuration in debugger["initialConfigurations"]:  # type: ignore[attr-defined]
+        schema = debug_schema.effective_schema("mixdbg", configuration["request"],
+                                               debug_schema.dap_arguments()[configuration["request"]])
+        pytest.importorskip("jsonschema").validate(configuration, schema)
+    commands = {c["command"] for c in contributes["commands"]}
+    assert {"mixdbg.checkMachine", "mixdbg.pickProcess"} <= commands
+    locked = json.loads((EXTENSION / "package-lock.json").read_text())["packages"]
+    assert locked["node_modules/@vscode/vsce"]["version"].startswith("3.")
+    assert locked["node_modules/@types/vscode"]["version"].startswith("1.100.")
+    assert locked["node_modules/@types/node"]["version"].startswith("20.")
+
+
+def test_shipped_vsix_holds_only_what_it_should() -> None:
+    with zipfile.ZipFile(SHIPPED) as archive:
+        assert set(archive.namelist()) == VSIX_FILES
+        shipped_manifest = json.loads(archive.read("extension/package.json"))
+    assert shipped_manifest == manifest(), "the .vsix is older than editors/vscode/package.json: rebuild it"
+    assert SHIPPED.stat().st_size < 64 * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_shipped_vsix_is_built_from_these_sources(tmp_path: Path) -> None:
+    """`npm ci && npx vsce package` on a copy of the sources gives the files of the shipped .vsix."""
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not on PATH")
+    copy = tmp_path / "repo"
+    shutil.copytree(EXTENSION, copy / "editors" / "vscode", ignore=shutil.ignore_patterns("node_modules", "out", "*.vsix"))
+    (copy / "mixdbg" / "dap").mkdir(parents=True)
+    shutil.copy(REPO / "mixdbg" / "dap" / "configuration.json", copy / "mixdbg" / "dap")
+    built = tmp_path / "built.vsix"
+    env = {**os.environ, "npm_config_audit": "false", "npm_config_fund": "false", "npm_config_update_notifier": "false"}
+    for command in (["npm", "ci", "--prefer-offline"], ["npx", "vsce", "package", "--out", str(built)]):
+        done = subprocess.run(command, cwd=copy / "editors" / "vscode", env=env, capture_output=True, text=True,
+                              timeout=400, check=False)
+        assert done.returncode == 0, f"{' '.join(command)}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    with zipfile.ZipFile(built) as fresh, zipfile.ZipFile(SHIPPED) as shipped:
+        assert set(fresh.namelist()) == set(shipped.namelist())
+        stale = [n for n in fresh.namelist() if n.startswith("extension/") and fresh.read(n) != shipped.read(n)]
+    assert not stale, f"mixdbg/editors/mixdbg.vsix is stale ({stale}): cd editors/vscode && npm run vsix"
+
+
+def run_install(path: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``mixdbg setup --install-extension`` with only ``path`` (and the system's bin) on PATH."""
+    env = {**os.environ, "PATH": f"{path}:/usr/bin:/bin"}
+    env.pop("VSCODE_IPC_HOOK_CLI", None)
+    return subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--install-extension", *extra], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.mark.slow
+@pytest.mark.vscode
+@pytest.mark.timeout(600)
+def test_install_extension_with_code_servers_cli(vscode_real: Path, tmp_path: Path) -> None:
+    # Given code-server's CLI on PATH, with state folders of this test's own
+    bin_dir, extensions = tmp_path / "bin", tmp_path / "extensions"
+    bin_dir.mkdir()
+    cli = bin_dir / "code-server"
+    cli.write_text(f'#!/bin/sh\nexec "{vscode_real}/cs.sh" --user-data-dir "{tmp_path / "user"}" '
+                   f'--extensions-dir "{extensions}" "$@"\n')
+    cli.chmod(0o755)
+    # When setup installs the extension: it says so, and code-server lists it
+    first = run_install(str(bin_dir))
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    assert first.stdout.startswith(f"code-server ({cli}): installed mixdbg.mixdbg {mixdbg.__version__}")
+    listed = subprocess.run([str(cli), "--list-extensions", "--show-versions"], capture_output=True, text=True,
+                            timeout=120, check=True).stdout.split()
+    assert f"mixdbg.mixdbg@{mixdbg.__version__}" in listed
+    # Then a second run has nothing to do, and says so (also as JSON)
+    second = run_install(str(bin_dir))
+    assert second.returncode == 0 and "already installed, nothing to do" in second.stdout
+    report = json.loads(run_install(str(bin_dir), "--json").stdout)
+    assert report["editors"] == [{"cli": "code-server", "path": str(cli), "remote": False,
+                                  "action": "already installed"}]
+
+
+def test_install_extension_errors_are_one_line_with_an_exit_code(tmp_path: Path) -> None:
+    # No editor CLI on PATH: 69, and the hint names the .vsix to install by hand
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = run_install(str(empty))
+    assert done.returncode == 69 and done.stdout == ""
+    assert done.stderr.startswith("mixdbg: no editor CLI on PATH") and "mixdbg.vsix" in done.stderr
+    # A CLI that fails: 69, its last line quoted
+    broken = tmp_path / "bin" / "codium"
+    broken.parent.mkdir()
+    broken.write_text("#!/bin/sh\necho 'cannot reach the extension gallery' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    done = run_install(str(broken.parent))
+    assert done.returncode == 69 and "cannot reach the extension gallery" in done.stderr.splitlines()[0]
+    assert "Traceback" not in done.stderr
+    # --dry-run and --editor are for one mode each
+    assert run_install(str(empty), "--dry-run").returncode == 64
+    assert subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--editor", "code", "--workspace", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False).returncode == 64
+
+
+def test_under_remote_ssh_code_is_vscodes_remote_cli(tmp_path: Path) -> None:
+    """In a Remote-SSH terminal, `code` on PATH is the remote CLI ($VSCODE_IPC_HOOK_CLI set): it
+    installs on the remote side, and setup says so."""
+    bin_dir = tmp_path / "remote-cli"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    fake = bin_dir / "code"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin", "VSCODE_IPC_HOOK_CLI": str(tmp_path / "vscode-ipc.sock")}
+    done = subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--install-extension"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "VS Code's remote CLI: installs on this machine's VS Code server" in done.stdout
+    assert calls.read_text().splitlines() == ["--list-extensions --show-versions",
+                                              f"--install-extension {SHIPPED} --force"]

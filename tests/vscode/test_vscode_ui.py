@@ -1,0 +1,171 @@
+"""The mixdbg extension in a real VS Code (code-server + headless Chromium), used as a person would:
+breakpoints typed into the BREAKPOINTS view or set in the gutter, F5 with no launch.json, the
+CALL STACK and VARIABLES views, stepping, the DEBUG CONSOLE. Checks read the views' text; the
+screenshots are kept for people (the path is printed)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from vscode_real import HERE, REPO, CodeServer, code_server, drive, marker_line, vscode_real
+
+__all__ = ["code_server", "vscode_real"]  # fixtures, used by name
+
+pytestmark = [pytest.mark.slow, pytest.mark.vscode]
+
+TESTDEBUG = REPO / "examples" / "testdebug.py"
+PYBIND11_PROJECT = HERE / "pybind11_project"
+
+
+@pytest.mark.timeout(600)
+def test_seed_run_f5_on_testdebug_with_a_function_breakpoint(code_server: CodeServer,
+                                                             torch_installed: None) -> None:
+    # Given the repository open, no launch.json, a function breakpoint typed into BREAKPOINTS
+    if (REPO / ".vscode" / "launch.json").exists():
+        pytest.skip("the repository has a .vscode/launch.json: F5 would use it")
+    line = randn_line()
+    # When F5 is pressed on examples/testdebug.py
+    steps = drive(code_server, "function_breakpoint.js", REPO, timeout=540, script="examples/testdebug.py",
+                  breakpoint="at::native::randn", frame="at::native::randn", variable=r"^size\b")
+    # Then CALL STACK has randn and, below it, <module> testdebug.py:3
+    assert steps["breakpoints"][-1].endswith("at::native::randn")
+    frames = steps["stack"]
+    randn_at = next(i for i, row in enumerate(frames) if "at::native::randn" in row)
+    assert any(re.search(rf"<module> testdebug\.py {line}:\d+", row) for row in frames[randn_at + 1:]), frames
+    # ...the editor shows testdebug.py at that line when the frame is clicked
+    assert steps["moduleFrame"] == {"tab": "testdebug.py", "line": line}
+    # ...VARIABLES shows randn's size
+    assert re.match(r"size\b.*2.*3", steps["variable"]), steps["variables"]
+    # ...and randn is the top row as the stop first shows it (not folded behind "Show N More")
+    assert "at::native::randn" in steps["top"], f"the stop frame is folded: {steps['shown']}"
+
+
+def randn_line() -> int:
+    """The line of examples/testdebug.py that calls torch.randn (3 in the README)."""
+    return next(n for n, text in enumerate(TESTDEBUG.read_text().splitlines(), 1) if "torch.randn(" in text)
+
+
+@pytest.mark.timeout(600)
+def test_operator_breakpoint_typed_as_op_aten_add(code_server: CodeServer, torch_installed: None,
+                                                  tmp_path: Path) -> None:
+    # Given a script that adds two tensors, and the function breakpoint typed as op:aten::add
+    shutil.copy(HERE / "operator_add.py", tmp_path)
+    line = marker_line(tmp_path / "operator_add.py", "add")
+    # When F5 is pressed on it
+    steps = drive(code_server, "function_breakpoint.js", tmp_path, timeout=540, script="operator_add.py",
+                  breakpoint="op:aten::add", frame="add", variable=r"^(self|other)\b")
+    # Then the name reached mixdbg dap as typed (it stopped in an add kernel, with its tensor
+    # arguments), called from the script's line
+    assert steps["breakpoints"][-1].endswith("op:aten::add")
+    assert "PAUSED ON FUNCTION BREAKPOINT" in steps["shown"][0], steps["shown"]
+    assert steps["moduleFrame"] == {"tab": "operator_add.py", "line": line}
+    assert steps["variable"].startswith(("self", "other")), steps["variables"]
+
+
+@pytest.fixture
+def pybind11_workspace(tmp_path: Path) -> Path:
+    """A folder with mixdbg_pyb.cpp, its module built -g -O0 beside it, and use_pyb.py."""
+    pybind11 = pytest.importorskip("pybind11", reason="pip install pybind11 (in the test extra)")
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler")
+    workspace = tmp_path / "pyb"
+    shutil.copytree(PYBIND11_PROJECT, workspace)
+    module = workspace / f"mixdbg_pyb{sysconfig.get_config_var('EXT_SUFFIX')}"
+    subprocess.run([compiler, "-g", "-O0", "-shared", "-fPIC", "-std=c++17", f"-I{pybind11.get_include()}",
+                    f"-I{sysconfig.get_paths()['include']}", str(workspace / "mixdbg_pyb.cpp"), "-o", str(module)],
+                   check=True, timeout=300, capture_output=True)
+    done = subprocess.run([sys.executable, "use_pyb.py"], cwd=workspace, capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout == "result 11\n"
+    return workspace
+
+
+@pytest.mark.timeout(600)
+def test_pybind11_gutter_breakpoint_step_over_evaluate_step_out(code_server: CodeServer,
+                                                               pybind11_workspace: Path) -> None:
+    cpp, script = pybind11_workspace / "mixdbg_pyb.cpp", pybind11_workspace / "use_pyb.py"
+    lines = {name: marker_line(cpp, name) for name in ("first", "second", "call")}
+    lines["pycall"] = marker_line(script, "pycall")
+    # Given a breakpoint clicked in the gutter of the .cpp; when F5 is pressed on use_pyb.py
+    steps = drive(code_server, "pybind11.js", pybind11_workspace, timeout=540, cpp="mixdbg_pyb.cpp",
+                  script="use_pyb.py", lines=lines, evaluate={"expression": "total + 1", "result": "6"})
+    # Then it stops there, and the editor shows that line
+    assert re.search(rf"add_twice.*mixdbg_pyb\.cpp {lines['first']}:", steps["hitTop"])
+    assert steps["hitEditor"] == {"tab": "mixdbg_pyb.cpp", "line": lines["first"]}
+    # Step Over moves one line
+    assert re.search(rf"add_twice.*mixdbg_pyb\.cpp {lines['second']}:", steps["nextTop"])
+    assert steps["nextEditor"] == {"tab": "mixdbg_pyb.cpp", "line": lines["second"]}
+    # The debug console evaluates at that native stop (total = 2 + 3 there)
+    assert steps["evaluated"] == "6"
+    # Step Out: the native caller; Step Out again: the Python caller's line
+    assert re.search(rf"call_add.*mixdbg_pyb\.cpp {lines['call']}:", steps["out1Top"])
+    assert re.search(rf"<module> use_pyb\.py {lines['pycall']}:", steps["out2Top"])
+    assert steps["out2Editor"] == {"tab": "use_pyb.py", "line": lines["pycall"]}
+
+
+@pytest.mark.timeout(300)
+def test_check_this_machine_and_the_pip_install_message(code_server: CodeServer, tmp_path: Path) -> None:
+    # An interpreter that cannot import mixdbg: this one without site-packages or PYTHONPATH
+    bare = tmp_path / "bare-python"
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n')
+    bare.chmod(0o755)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "hello.py").write_text("print('hello')\n")
+    steps = drive(code_server, "messages.js", workspace, timeout=240, script="hello.py",
+                  settings=str(code_server.settings), python=str(bare))
+    # "mixdbg: Check this machine" shows mixdbg doctor's checks
+    assert f"$ {sys.executable} -m mixdbg doctor (interpreter from setting mixdbg.python)" in steps["doctor"]
+    assert re.search(r"\bgdb: ", steps["doctor"]) and re.search(r"\bptrace: ", steps["doctor"]), steps["doctor"]
+    # F5 with an interpreter without mixdbg: one message with the exact command, no session
+    assert f"mixdbg is not installed in {bare} (from setting mixdbg.python). Install it: {bare} -m pip install mixdbg" \
+        in steps["missing"]
+    assert not steps["sessionStarted"]
+
+
+@pytest.mark.timeout(400)
+def test_attach_by_picker_from_what_setup_wrote(code_server: CodeServer, tmp_path: Path) -> None:
+    # Given what `mixdbg setup --kind mixdbg` writes, and a Python program running
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shutil.copy(HERE / "sleeper.py", workspace)
+    subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--kind", "mixdbg", "--workspace", str(workspace)],
+                   check=True, timeout=60, capture_output=True)
+    sleeper = subprocess.Popen([sys.executable, str(workspace / "sleeper.py")])
+    try:
+        # When the attach configuration is started and the program picked from the list
+        steps = drive(code_server, "attach.js", workspace, timeout=360, filter="sleeper.py", pid=sleeper.pid)
+        # Then the picker showed it by its command line, the session attached to it, and Stop left it running
+        assert any("mixdbg: attach to a process" in row for row in steps["configurations"])
+        assert "sleeper.py" in steps["picked"] and f"{sleeper.pid} · other" in steps["picked"]
+        assert f"PID {sleeper.pid}" in steps["console"]
+        assert sleeper.poll() is None, "detaching must leave the program running"
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
+
+
+@pytest.mark.timeout(400)
+def test_module_configuration_asks_for_the_module(code_server: CodeServer, tmp_path: Path) -> None:
+    # Given what `mixdbg setup --kind mixdbg` writes, in a folder with a module
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "hello_module.py").write_text(
+        "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text(__name__)\n")
+    subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--kind", "mixdbg", "--workspace", str(workspace)],
+                   check=True, timeout=60, capture_output=True)
+    # When "mixdbg: module" is started: it asks, and python -m hello_module runs to its end
+    ran = tmp_path / "ran"
+    launch = workspace / ".vscode" / "launch.json"
+    launch.write_text(launch.read_text().replace('"module": "${command:mixdbg.askModule}",\n            "args": []',
+                                                 f'"module": "${{command:mixdbg.askModule}}",\n            "args": ["{ran}"]'))
+    steps = drive(code_server, "module.js", workspace, timeout=360, module="hello_module")
+    assert "The module to run and debug" in steps["question"]
+    assert ran.read_text() == "__main__"
