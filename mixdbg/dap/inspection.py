@@ -134,7 +134,10 @@ def variables(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
         found = [_argument(adapter, raw) for raw in _stop_arguments(adapter, session, reference[1])]
     elif kind == "python-locals":
         _, thread, index = reference
-        values = session.inspect.python_locals(thread, index, session.inspect.stack(thread))
+        try:
+            values = session.inspect.python_locals(thread, index, session.inspect.stack(thread))
+        except MixdbgError as err:  # e.g. a module's frame, whose locals are its globals
+            values = [Variable("(locals)", err.message)]
         found = [_variable(adapter, v) for v in values]
     elif kind == "native-locals":
         _, thread, index = reference

@@ -16,7 +16,7 @@ import pytest
 from .client import DapClient
 from .natives import NativeModule, NativeSet
 
-pytestmark = [pytest.mark.torch, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "testdebug.py"

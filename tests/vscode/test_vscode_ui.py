@@ -104,10 +104,11 @@ def test_pybind11_gutter_breakpoint_step_over_evaluate_step_out(code_server: Cod
     assert steps["nextEditor"] == {"tab": "mixdbg_pyb.cpp", "line": lines["second"]}
     # The debug console evaluates at that native stop (total = 2 + 3 there)
     assert steps["evaluated"] == "6"
-    # Step Out: the native caller; Step Out again: the Python caller's line
+    # Step Out: the native caller; Step Out again: the Python caller, at its next line (the
+    # call has returned and its result is stored: mixdbg's Step Out of native code)
     assert re.search(rf"call_add.*mixdbg_pyb\.cpp {lines['call']}:", steps["out1Top"])
-    assert re.search(rf"<module> use_pyb\.py {lines['pycall']}:", steps["out2Top"])
-    assert steps["out2Editor"] == {"tab": "use_pyb.py", "line": lines["pycall"]}
+    assert re.search(rf"<module> use_pyb\.py {lines['pycall'] + 1}:", steps["out2Top"])
+    assert steps["out2Editor"] == {"tab": "use_pyb.py", "line": lines["pycall"] + 1}
 
 
 @pytest.mark.timeout(300)
