@@ -49,7 +49,10 @@ _SYMBOL_ROUNDS = 4
 
 
 def _read(address, size):
-    """``ReadMemory`` over gdb's view of the debuggee."""
+    """``ReadMemory`` over gdb's view of the debuggee (nothing to read: no bytes; gdb
+    refuses a read of 0 bytes, e.g. the locals of a frame that has none)."""
+    if size == 0:
+        return b""
     try:
         return bytes(gdb.selected_inferior().read_memory(address, size))
     except (gdb.MemoryError, gdb.error, OverflowError) as err:

@@ -44,6 +44,8 @@ _PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfa\x55\x
 
 
 def _read(address: int, size: int) -> bytes:
+    if size == 0:  # gdb refuses a read of 0 bytes (a frame with no locals)
+        return b""
     try:
         return bytes(gdb.selected_inferior().read_memory(address, size))
     except (gdb.MemoryError, gdb.error, OverflowError, ValueError) as err:

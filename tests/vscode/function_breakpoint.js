@@ -9,7 +9,7 @@ const { main } = require('./workbench');
 
 main(async (wb, args, steps) => {
   const script = path.basename(args.script);
-  const frame = new RegExp(args.frame);
+  const frame = new RegExp(args.frame || '.');
   await wb.shot('workbench');
   await wb.openFile(args.script);
   await wb.addFunctionBreakpoint(args.breakpoint);
@@ -24,10 +24,12 @@ main(async (wb, args, steps) => {
   await wb.showAllFrames();
   steps.stack = await wb.fullCallStack();
   // VS Code focuses the first frame with a source; a library without one is selected by a click.
-  await wb.selectFrame(frame);
-  steps.variable = await wb.waitForVariable(new RegExp(args.variable));
-  steps.variables = await wb.variables();
-  await wb.shot('stop-frame-selected');
+  if (args.variable) {
+    await wb.selectFrame(frame);
+    steps.variable = await wb.waitForVariable(new RegExp(args.variable));
+    steps.variables = await wb.variables();
+    await wb.shot('stop-frame-selected');
+  }
 
   await wb.selectFrame(/<module>/);
   await wb.page.locator('.editor-group-container.active .tabs-container .tab.active', { hasText: script }).waitFor({ timeout: 15000 });

@@ -154,7 +154,8 @@ async function openWorkbench({ R, url, folder, shots }) {
       for (let i = 0; i < 40 && !(await row.count()); i += 1) await scrollCallStack(200);
       await page.mouse.move(0, 0);  // the hover of a long frame name covers the rows below it
       await page.waitForTimeout(500);
-      await row.click();
+      // a row whose name is wider than the view never counts as "stable" for Playwright
+      await row.click({ force: true, position: { x: 40, y: 8 } });
       await page.waitForTimeout(800);
     },
     /** Waits for a VARIABLES row matching `pattern`, expanding collapsed scopes on the way. */
