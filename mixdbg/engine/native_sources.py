@@ -31,10 +31,11 @@ GLUE_NAMES = re.compile(r"^(PyInit_|pybind11_init_|pybind11_exec_|__pyx_pw_|__Py
                         r"__static_initialization|__cxx_global|_sub_I_)")
 
 
-def user_functions(pid: int) -> dict[str, tuple[str, ...]]:
-    """The user's functions in the libraries ``pid`` has loaded: per library, their names
-    (qualified, as gdb takes them)."""
-    found: dict[str, tuple[str, ...]] = {}
+def user_functions(pid: int) -> dict[str, tuple[tuple[str, str], ...]]:
+    """The user's functions in the libraries ``pid`` has loaded: per library, each one's
+    source file and name (qualified, as gdb takes them; the file lets gdb look the name up
+    in that file's symbols alone, not in every library's)."""
+    found: dict[str, tuple[tuple[str, str], ...]] = {}
     for library in _loaded_libraries(pid):
         try:
             stat = os.stat(library)
@@ -65,7 +66,7 @@ def _loaded_libraries(pid: int) -> list[str]:
 
 
 @lru_cache(maxsize=256)
-def _functions_of(library: str, mtime: int, size: int) -> tuple[str, ...]:
+def _functions_of(library: str, mtime: int, size: int) -> tuple[tuple[str, str], ...]:
     """The functions a library defines in the user's sources (see the module doc)."""
     try:
         with open(library, "rb") as handle:
@@ -73,19 +74,19 @@ def _functions_of(library: str, mtime: int, size: int) -> tuple[str, ...]:
             if elf.get_section_by_name(".debug_info") is None:
                 return ()
             dwarf = elf.get_dwarf_info()
-            names: set[str] = set()
+            found: set[tuple[str, str]] = set()
             for unit in dwarf.iter_CUs():
-                names.update(_unit_functions(dwarf, unit))
+                found.update(_unit_functions(dwarf, unit))
     except (OSError, ELFError, KeyError, ValueError) as err:
         log.info("reading the debug info of %s: %s", library, err)
         return ()
-    return tuple(sorted(name for name in names if not GLUE_NAMES.match(name)))
+    return tuple(sorted((source, name) for source, name in found if not GLUE_NAMES.match(name)))
 
 
-def _unit_functions(dwarf: Any, unit: Any) -> set[str]:
+def _unit_functions(dwarf: Any, unit: Any) -> set[tuple[str, str]]:
     program = dwarf.line_program_for_CU(unit)
     files = _file_names(program) if program is not None else {}
-    names: set[str] = set()
+    names: set[tuple[str, str]] = set()
     for die in unit.get_top_DIE().iter_children():
         if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
             continue
@@ -100,7 +101,7 @@ def _unit_functions(dwarf: Any, unit: Any) -> set[str]:
             continue
         name = _qualified(declared)
         if name:
-            names.add(name)
+            names.add((source, name))
     return names
 
 

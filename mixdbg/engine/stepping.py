@@ -189,19 +189,23 @@ class Stepper:
     def _break_in_user_functions(self, pid: int, thread: int) -> None:
         """Temporary breakpoints, on ``thread``, on every function of the user's native
         sources loaded in process ``pid``: where a Step Into from Python may land."""
-        for library, names in native_sources.user_functions(pid).items():
+        for library, functions in native_sources.user_functions(pid).items():
             self.read_library(library)
-            for name in names:
-                self._temporary_break(name, thread)
+            for source, name in functions:
+                self._temporary_break(f"--source {mi_quote(source)} --function {mi_quote(name)}", thread,
+                                      explicit=True)
 
     def _arm(self, at: StepContext, mode: int, depth: int) -> None:
         if at.shared is None:
             return
         agents.arm_slot(self.write, at.pid, at.shared, at.tid, mode, depth)
 
-    def _temporary_break(self, location: str, thread: int) -> None:
+    def _temporary_break(self, location: str, thread: int, explicit: bool = False) -> None:
+        """A temporary breakpoint on ``thread`` at ``location`` (a linespec, or with
+        ``explicit`` MI's explicit-location options)."""
+        where = location if explicit else mi_quote(location)
         try:
-            result: dict[str, Any] = self.gdb.command(f"-break-insert -t -p {thread} {mi_quote(location)}")
+            result: dict[str, Any] = self.gdb.command(f"-break-insert -t -p {thread} {where}")
         except GdbCommandError as err:
             log.info("step breakpoint at %s: %s", location, err.gdb_message)
             return
