@@ -177,10 +177,12 @@ def _locals(session: Session, text: str) -> None:
         raise UsageError(f"no frame #{number} (the stack has {len(stack.frames)})")
     frame = stack.frames[number]
     if frame.kind == "native":
+        python = next((i for i in range(number, len(stack.frames)) if stack.frames[i].kind == "python"), None)
         try:
+            if frame.file is None and not text and python is not None:
+                raise DebuggerError("no source, so no debug info")
             variables = session.inspect.native_locals(thread, frame.level or 0)
         except DebuggerError as err:
-            python = next((i for i in range(number, len(stack.frames)) if stack.frames[i].kind == "python"), None)
             if text or python is None:
                 raise
             print(f"  frame #{number} ({frame.function}) has no debug info ({err.message})", flush=True)
