@@ -29,30 +29,7 @@ from pathlib import Path
 from pool_deaths import run_bounded
 
 REPO = Path(__file__).resolve().parents[1]
-JOB = """\
-import socket, subprocess, sys, threading
-subprocess._USE_VFORK = True
-server = socket.socket()
-server.bind(("127.0.0.1", 0))
-server.listen(4)
-port = server.getsockname()[1]
-
-
-def serve():
-    for _ in range(3):
-        conn, _ = server.accept()
-        conn.sendall(conn.recv(16).upper())
-        conn.close()
-
-
-threading.Thread(target=serve, daemon=True).start()
-code = ("import socket; s = socket.create_connection(('127.0.0.1', %d)); s.sendall(b'child'); "
-        "print('child got', s.recv(16), flush=True)" % port)
-children = [subprocess.Popen([sys.executable, "-c", code], start_new_session=True) for _ in range(2)]
-s = socket.create_connection(("127.0.0.1", port))
-s.sendall(b"parent")
-print("parent got", s.recv(16), [child.wait() for child in children], flush=True)
-"""
+JOB = (REPO / "tests" / "scripts" / "vfork_threaded.py").read_text()
 #: mixdbg with the follow settings of a variant (the gdb-13 ones left out or not).
 MIXDBG = ("import sys; from mixdbg.proctree import follow; from mixdbg.cli import main; "
           "follow._FOLLOW_SETTINGS = tuple(s for s in follow._FOLLOW_SETTINGS if {drop!r} not in s "

@@ -38,22 +38,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 CEXT_SOURCE = REPO / "tests" / "cext" / "mixdbg_testext.c"
 METHODS = ("spawn", "forkserver")
-POOL = """\
-import multiprocessing, sys
-import mixdbg_testext as ext
-
-
-def started(barrier):
-    ext.loop(1)
-    barrier.wait(60)
-
-
-if __name__ == "__main__":
-    context = multiprocessing.get_context(sys.argv[1])
-    barrier = context.Barrier(2)
-    with context.Pool(2, initializer=started, initargs=(barrier,)) as pool:
-        print("results", pool.map(abs, [-1, -2]), flush=True)
-"""
+POOL = (REPO / "tests" / "scripts" / "pool.py").read_text()
 
 
 #: mixdbg with its log on stderr: the workarounds say when they act (lost exits found in

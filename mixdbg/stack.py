@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +95,16 @@ def _frame(raw: dict[str, Any]) -> Frame:
                  depth=raw.get("depth") if python else None)
 
 
+@lru_cache(maxsize=4096)
+def _real(path: str) -> str:
+    """A frame's file with its links resolved (asked for every Python frame of every stack:
+    the same few hundred files, so kept)."""
+    return os.path.realpath(path)
+
+
 def is_agent_file(file: str | None) -> bool:
     """Whether ``file`` is the Python agent's own code (never shown, never stepped into)."""
-    return bool(file) and os.path.realpath(str(file)).startswith(AGENT_DIR + os.sep)
+    return bool(file) and _real(str(file)).startswith(AGENT_DIR + os.sep)
 
 
 def _without_agent(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -122,7 +130,7 @@ def _without_launcher(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for raw in reversed(frames):  # outermost first
         python = raw.get("kind") == "python"
         file = str(raw.get("file") or "")
-        if python and os.path.realpath(file) == BOOTSTRAP:
+        if python and _real(file) == BOOTSTRAP:
             below_launcher = True
             continue
         if python and below_launcher and Path(file).name == "runpy.py":

@@ -41,24 +41,11 @@ if __name__ == "__main__":
     print("items", sum(batch.shape[0] for batch in loader), flush=True)
 """
 
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
 #: A Pool(2) of the given start method; each worker calls into the C extension when it
 #: starts, and waits for the other (so that neither is terminated before it started).
-POOL = """\
-import multiprocessing, sys
-import mixdbg_testext as ext
-
-
-def started(barrier):
-    ext.loop(1)
-    barrier.wait(60)
-
-
-if __name__ == "__main__":
-    context = multiprocessing.get_context(sys.argv[1])
-    barrier = context.Barrier(2)
-    with context.Pool(2, initializer=started, initargs=(barrier,)) as pool:
-        print("results", pool.map(abs, [-1, -2]), flush=True)
-"""
+POOL = (SCRIPTS / "pool.py").read_text()
 
 SUBPROCESSES = """\
 import subprocess, sys
@@ -222,30 +209,7 @@ def test_subprocess_python_followed_bash_untouched(cext: CExtension, tmp_path: P
 
 #: A thread blocks in accept() (as torchrun's store does) while the main thread starts two
 #: Python children with subprocess (vfork on Python >= 3.10), then needs the thread's answer.
-VFORK_WHILE_THREADED = """\
-import socket, subprocess, sys, threading
-subprocess._USE_VFORK = True  # as without mixdbg (which turns it off): this is about gdb's vfork
-server = socket.socket()
-server.bind(("127.0.0.1", 0))
-server.listen(4)
-port = server.getsockname()[1]
-
-
-def serve():
-    for _ in range(3):
-        conn, _ = server.accept()
-        conn.sendall(conn.recv(16).upper())
-        conn.close()
-
-
-threading.Thread(target=serve, daemon=True).start()
-code = ("import socket; s = socket.create_connection(('127.0.0.1', %d)); s.sendall(b'child'); "
-        "print('child got', s.recv(16), flush=True)" % port)
-children = [subprocess.Popen([sys.executable, "-c", code], start_new_session=True) for _ in range(2)]
-s = socket.create_connection(("127.0.0.1", port))
-s.sendall(b"parent")
-print("parent got", s.recv(16), [child.wait() for child in children], flush=True)
-"""
+VFORK_WHILE_THREADED = (SCRIPTS / "vfork_threaded.py").read_text()
 
 
 def test_vfork_from_a_threaded_parent_does_not_hang(tmp_path: Path) -> None:
