@@ -227,8 +227,7 @@ class Session:
 
     def configure_agents(self, **changes: Any) -> None:
         """Change what the Python agents are told (see ``pystops``)."""
-        native_stop = self.state == "stopped" and (self.stop is None or self.stop.mailbox is None)
-        self.python.configure(native_stop, **changes)
+        self.python.configure(self.state == "stopped", **changes)
 
     def _leave_stop(self) -> None:
         """Before the tree runs: a thread at a Python stop is told to continue (unless a
@@ -419,6 +418,10 @@ class Session:
             else:  # the reply to a request given up on (a native stop came first): run on
                 self.python.run_on(mailbox)
                 self.resume()
+            return
+        if self.python.withdrawn(message):
+            self.python.run_on(mailbox)
+            self.resume()
             return
         self.stepper.native_thread = None
         self._report(str(message.get("reason", "breakpoint")), None, None, payload, python=mailbox)

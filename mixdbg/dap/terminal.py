@@ -42,7 +42,9 @@ class TerminalRequest:
     def arguments(self) -> dict[str, object]:
         """The ``runInTerminal`` request's arguments."""
         return {"kind": "integrated", "title": self.title, "cwd": self.cwd,
-                "args": [sys.executable, "-m", "mixdbg.dap.terminal", str(self.path)]}
+                "args": [sys.executable, "-m", "mixdbg.dap.terminal", str(self.path)],
+                # this mixdbg, however it was installed (a checkout on PYTHONPATH too)
+                "env": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}}
 
     def wait(self, opened: Callable[[], bool | None]) -> IO[bytes] | None:
         """The terminal device, opened for the debuggee; None when the editor refused

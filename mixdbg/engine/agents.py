@@ -45,7 +45,7 @@ STEP_TO_DEPTH = 2
 #: The native function the agent calls to stop (its first argument: the mailbox).
 TRAP_FUNCTION = "Py_GetCompiler"
 
-WriteMemory = Callable[[int, bytes], None]
+WriteMemory = Callable[[int, int, bytes], None]  # (pid, address, data)
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,9 @@ class AgentConfig:
 
 @dataclass(frozen=True)
 class Mailbox:
-    """What a trapped thread's mailbox says: its address, thread and message."""
+    """What a trapped thread's mailbox says: its process, address, thread and message."""
 
+    pid: int
     address: int
     shared: int
     tid: int
@@ -203,7 +204,7 @@ def read_mailbox(pid: int, address: int) -> Mailbox | None:
         message = json.loads(raw)
     except ValueError as err:
         raise DebuggerError(f"the Python agent of PID {pid} wrote an unreadable message") from err
-    return Mailbox(address=address, shared=shared, tid=tid, message=message)
+    return Mailbox(pid=pid, address=address, shared=shared, tid=tid, message=message)
 
 
 def post_to_mailbox(write: WriteMemory, mailbox: Mailbox, message: dict[str, Any]) -> None:
@@ -211,8 +212,8 @@ def post_to_mailbox(write: WriteMemory, mailbox: Mailbox, message: dict[str, Any
     data = json.dumps(message).encode()
     if len(data) > IN_SIZE:
         raise DebuggerError(f"a request of {len(data)} bytes does not fit the agent's mailbox")
-    write(mailbox.address + MAILBOX_HEADER + OUT_SIZE, data)
-    write(mailbox.address + IN_LEN_AT, struct.pack("<I", len(data)))
+    write(mailbox.pid, mailbox.address + MAILBOX_HEADER + OUT_SIZE, data)
+    write(mailbox.pid, mailbox.address + IN_LEN_AT, struct.pack("<I", len(data)))
 
 
 def arm_slot(write: WriteMemory, pid: int, shared: int, tid: int, mode: int, depth: int = 0) -> None:
@@ -230,9 +231,9 @@ def arm_slot(write: WriteMemory, pid: int, shared: int, tid: int, mode: int, dep
     if not mine and not free:
         raise DebuggerError("every step slot of the Python agent is in use")
     index = mine[0] if mine else free[0]
-    write(shared + SLOTS_AT + index * SLOT_SIZE, struct.pack("<QII", tid, mode, depth))
+    write(pid, shared + SLOTS_AT + index * SLOT_SIZE, struct.pack("<QII", tid, mode, depth))
     if not mine:
-        write(shared + ARMED_AT, struct.pack("<I", armed + 1))
+        write(pid, shared + ARMED_AT, struct.pack("<I", armed + 1))
 
 
 def clear_slots(write: WriteMemory, pid: int, shared: int) -> None:
@@ -244,8 +245,8 @@ def clear_slots(write: WriteMemory, pid: int, shared: int) -> None:
     except MemoryReadError:
         return
     if magic == MAGIC and armed:
-        write(shared + SLOTS_AT, bytes(SLOT_SIZE * SLOT_COUNT))
-        write(shared + ARMED_AT, struct.pack("<I", 0))
+        write(pid, shared + SLOTS_AT, bytes(SLOT_SIZE * SLOT_COUNT))
+        write(pid, shared + ARMED_AT, struct.pack("<I", 0))
 
 
 def nudge(write: WriteMemory, pid: int, shared: int) -> None:
@@ -258,7 +259,7 @@ def nudge(write: WriteMemory, pid: int, shared: int) -> None:
     except MemoryReadError:
         return
     if magic == MAGIC:
-        write(shared + ARMED_AT, struct.pack("<I", armed + 1))
+        write(pid, shared + ARMED_AT, struct.pack("<I", armed + 1))
 
 
 def _compact(values: dict[str, Any]) -> dict[str, Any]:

@@ -84,10 +84,14 @@ class Inspector:
 
     # --- memory -------------------------------------------------------------------------
 
-    def write_memory(self, address: int, data: bytes) -> None:
-        """Write the debuggee's memory (through gdb: allowed wherever gdb may trace)."""
+    def write_memory(self, pid: int, address: int, data: bytes) -> None:
+        """Write process ``pid``'s memory, through gdb (allowed wherever gdb may trace), in
+        that process's inferior: gdb writes the selected one unless told which, and forked
+        processes share their addresses."""
+        process = next((p for p in self.tree.table.live() if p.pid == pid), None)
+        group = f" --thread-group {process.inferior}" if process is not None else ""
         try:
-            self.gdb.command(f"-data-write-memory-bytes {address:#x} {data.hex()}")
+            self.gdb.command(f"-data-write-memory-bytes{group} {address:#x} {data.hex()}")
         except GdbCommandError as err:
             raise DebuggerError(f"cannot write the debuggee's memory at {address:#x}: {err.gdb_message}") from err
 

@@ -31,13 +31,15 @@ class PythonStops:
         live = self.live_pids()
         return {pid: shared for pid, shared in self.hub.shared.items() if pid in live}
 
-    def configure(self, at_native_stop: bool, **changes: Any) -> None:
-        """Change what the agents are told (``AgentConfig`` fields); at a native stop, make
-        sure they apply it before the program runs another line."""
+    def configure(self, stopped: bool, **changes: Any) -> None:
+        """Change what the agents are told (``AgentConfig`` fields). While the tree is stopped,
+        make every process apply it before it runs another line: not only the one at a
+        Python stop (which drains its channel when resumed), but every other one too, whose
+        reader thread may not get the GIL before a stale breakpoint is hit."""
         if self.hub is None:
             return
         self.hub.configure(**changes)
-        if at_native_stop:
+        if stopped:
             for pid, shared in self.alive().items():
                 agents.nudge(self.inspect.write_memory, pid, shared)
 
@@ -69,6 +71,16 @@ class PythonStops:
             raise DebuggerError(str(reply["error"]))
         body: dict[str, Any] = reply.get("body", {})
         return body
+
+    def withdrawn(self, message: dict[str, Any]) -> bool:
+        """Whether a Python stop is for breakpoints that were all removed since it was hit:
+        a thread that trapped while gdb stopped the tree is reported only when the tree
+        resumes, after the user removed them (gdb drops such native stops too)."""
+        hit = message.get("breakpoints") or []
+        if self.hub is None or message.get("reason") != "breakpoint" or not hit:
+            return False
+        current = {b.id for lines in self.hub.config.breakpoints.values() for b in lines}
+        return not current.intersection(hit)
 
     def is_reply_for(self, stop: StopPoint | None, mailbox: agents.Mailbox) -> bool:
         """Whether a trapped reply is the one the current Python stop waits for."""

@@ -16,6 +16,7 @@ import site
 import sys
 import sysconfig
 import threading
+import time
 from types import CodeType, FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -25,6 +26,9 @@ _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
 #: is called again, which then traces every instruction of the program (3.13 fixed it): there
 #: the stop after a return uses a sys.monitoring INSTRUCTION event on the caller's code only.
 _MONITOR_RETURNS = sys.version_info[:2] == (3, 12)
+#: How long a fork child waits for the engine's welcome (its current configuration) before
+#: it runs on with what it inherited; the engine answers within a millisecond or two.
+FORK_WELCOME_TIMEOUT = 10.0
 
 
 class AgentError(Exception):
@@ -158,11 +162,12 @@ def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.
 def _trace_breakpoints(frame: FrameType, event: str, arg: Any, armed: memoryview = _armed) -> Any:
     """The line tracer of files with breakpoints: breakpoints first, then armed steps."""
     if event == "line":
-        lines = _bp_lines.get(frame.f_code.co_filename)
-        if lines is not None and frame.f_lineno in lines and _hit(frame, lines[frame.f_lineno]):
-            return _trace_breakpoints
         if armed[0]:
             _step_line(frame)
+            return _trace_breakpoints
+        lines = _bp_lines.get(frame.f_code.co_filename)
+        if lines is not None and frame.f_lineno in lines:
+            _hit(frame, lines[frame.f_lineno])
     elif event == "return":
         if _armed[0]:
             _step_return(frame)
@@ -291,10 +296,12 @@ def _sync_configuration() -> bool:
 
 
 def _step_line(frame: FrameType) -> None:
-    if _sync_configuration():
-        lines = _bp_lines.get(frame.f_code.co_filename)
-        if lines is not None and frame.f_lineno in lines and _hit(frame, lines[frame.f_lineno]):
-            return
+    """A line while ``armed``: pending configuration first (the breakpoints may have changed),
+    then the line's breakpoints, then the step armed on this thread."""
+    _sync_configuration()
+    lines = _bp_lines.get(frame.f_code.co_filename)
+    if lines is not None and frame.f_lineno in lines and _hit(frame, lines[frame.f_lineno]):
+        return
     slot = _my_slot()
     if slot is None:
         return
@@ -601,14 +608,14 @@ def _connect(path: str) -> Any:
 def _drain() -> None:
     """Apply what the engine sent while this process was stopped, before running on."""
     if _channel is not None:
-        _channel.pump(_handle, wait=False)
+        _channel.pump(_handle, wait=0)
 
 
 def _read_messages(connection: Any) -> None:
     """The reader thread: apply configuration until the engine closes the socket (a ``go``
     here, e.g. to a fork child, changes nothing)."""
     sys.settrace(None)
-    while connection.pump(_handle, wait=True):
+    while connection.pump(_handle, wait=None):
         pass
 
 
@@ -627,21 +634,33 @@ def start(socket_path: str) -> None:
     except OSError as err:
         raise AgentError(f"cannot reach the debugger at {socket_path}: {err.strerror or err}") from err
     _socket_path = socket_path
-    started = []
-
-    def handle(message: dict[str, Any]) -> None:
-        _handle(message)
-        if message.get("go"):
-            started.append(True)
-    while not started:
-        if not connection.pump(handle, wait=True) and not started:
-            raise AgentError("the debugger went away before the program started")
+    if not _configured(connection, None):
+        raise AgentError("the debugger went away before the program started")
     _start_reader(connection)
     sys.excepthook = _excepthook
     threading.excepthook = _threading_excepthook
     os.register_at_fork(after_in_child=_after_fork_in_child)
     threading.settrace(_trace_call)
     sys.settrace(_trace_call)
+
+
+def _configured(connection: Any, timeout: float | None) -> bool:
+    """Apply the engine's configuration until its ``go``; False if the socket closed first
+    or ``timeout`` seconds passed (None: no limit)."""
+    started = []
+
+    def handle(message: dict[str, Any]) -> None:
+        _handle(message)
+        if message.get("go"):
+            started.append(True)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not started:
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+        if not connection.pump(handle, wait=left) and not started:
+            return False
+        if deadline is not None and time.monotonic() >= deadline:
+            return bool(started)
+    return True
 
 
 def _after_fork_in_child() -> None:
@@ -658,4 +677,7 @@ def _after_fork_in_child() -> None:
         connection = _connect(_socket_path)
     except OSError:
         return  # the debugger is gone: the child runs on, its stops resume at once
+    # The configuration the child inherited may be stale (changed while the fork was under
+    # way): the engine's welcome is applied before the child runs another line.
+    _configured(connection, FORK_WELCOME_TIMEOUT)
     _start_reader(connection)

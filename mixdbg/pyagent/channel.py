@@ -43,12 +43,13 @@ class Channel:
             except OSError:
                 self.closed = True  # nobody is left to tell
 
-    def pump(self, handle: Handler, wait: bool) -> bool:
-        """Handle every complete message received so far, after waiting for data if ``wait``.
-        False once the engine has closed the socket and every message has been handled."""
-        if wait and not self.closed:
+    def pump(self, handle: Handler, wait: float | None) -> bool:
+        """Handle every complete message received so far, after waiting up to ``wait``
+        seconds for data (None: until there is some; 0: not at all). False once the engine
+        has closed the socket and every message has been handled."""
+        if wait != 0 and not self.closed:
             try:
-                select.select([self.sock], [], [])
+                select.select([self.sock], [], [], wait)
             except (OSError, ValueError):  # closed under us (a fork child replaced it)
                 self.closed = True
         with self._read_lock:

@@ -153,3 +153,20 @@ def test_attach_by_pid_stops_natively_and_disconnect_leaves_it_running(dap: DapC
     finally:
         process.kill()
         process.wait()
+
+
+def test_breakpoint_removed_at_a_python_stop_is_gone_in_every_stopped_process(dap: DapClient,
+                                                                             natives: NativeSet) -> None:
+    # Given two fork children that both run a line with a breakpoint, many times
+    script = natives.script("forks_main.py")
+    dap.launch({"program": str(script), "cwd": str(natives.directory), "console": "internalConsole",
+                "env": natives.env({})}, breakpoints={script: [natives.line("forks_main.py", "line")]})
+    stop = dap.wait_stopped()
+    assert dap.stack(stop["threadId"])[0]["name"] == "work"
+    # When the breakpoint is removed at the first child's stop, and the tree continues
+    dap.request("setBreakpoints", source={"path": str(script)}, breakpoints=[])
+    dap.request("continue", threadId=stop["threadId"])
+    # Then the other child, stopped too while it ran that line, never stops there again
+    assert dap.wait_exited() == 0
+    assert len(dap.events("stopped")) == 1
+    assert "children [0, 0]" in dap.output("stdout")

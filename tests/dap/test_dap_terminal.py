@@ -4,6 +4,7 @@ client that connects to a running adapter."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ class TerminalClient(DapClient):
         if command != "runInTerminal":
             return super().reverse_request(command, arguments)
         args = list(arguments["args"])
-        child = pexpect.spawn(args[0], args[1:], cwd=arguments.get("cwd"), encoding="utf-8", timeout=60)
+        env = {**os.environ, **arguments.get("env", {})}  # as an editor's terminal does
+        child = pexpect.spawn(args[0], args[1:], cwd=arguments.get("cwd"), env=env, encoding="utf-8", timeout=60)
         self.ptys.append(child)
         return {"processId": child.pid, "shellProcessId": child.pid}
 

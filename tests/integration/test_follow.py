@@ -46,6 +46,8 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 #: A Pool(2) of the given start method; each worker calls into the C extension when it
 #: starts, and waits for the other (so that neither is terminated before it started).
 POOL = (SCRIPTS / "pool.py").read_text()
+#: The line of ``started`` that calls into the extension (where the workers stop).
+POOL_CALL_LINE = POOL.splitlines().index("    ext.loop(1)") + 1
 
 SUBPROCESSES = """\
 import subprocess, sys
@@ -400,5 +402,5 @@ def test_follow_on_forky_gdb18_python314(forky: Forky, tmp_path: Path) -> None:
     main = next(e["pid"] for e in pool if e["event"] == "session")
     stops = [e for e in pool if e["event"] == "stopped" and e["pid"] != main]
     assert len({e["pid"] for e in stops}) == 2
-    assert all(("started", 6) in python_frames(e) for e in stops), stops
+    assert all(("started", POOL_CALL_LINE) in python_frames(e) for e in stops), stops
     assert "results [1, 2]" in done.stderr
