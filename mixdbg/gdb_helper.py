@@ -17,6 +17,8 @@ gdb with Python):
 - ``mixdbg-stack`` first reads the symbols of the libraries its frames are in (mixdbg
   keeps ``auto-solib-add off``: see ``mixdbg.solibs``): without them gdb can neither name
   nor unwind their frames.
+- ``mixdbg-warm``: expand the debug info of the interpreter's call path (the eval loop,
+  the call protocol, the start-up) ahead of the first stack, while the program runs.
 - ``mixdbg-fork-symbols``: from now on, gdb reads the libraries of each new inferior (a
   fork child) as it creates it: ``auto-solib-add`` is turned on when the inferior is added,
   before gdb looks for its libraries (it does only under ``on``); mixdbg turns it off again
@@ -290,6 +292,28 @@ class MixdbgForkSymbols(gdb.Command):
             self.connected = True
 
 
+#: Functions of CPython's call path, one or more per source file, in nearly every stack: the
+#: first look up of each expands its file's debug info, which gdb otherwise does while it
+#: unwinds the first stack (ceval.c alone: 15 ms). Measured at a stop under 200 Python
+#: frames: the first unwind took 28-34 ms, 7.7-9.3 ms after these look-ups.
+_CALL_PATH = ("_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "cfunction_call", "method_vectorcall_VARARGS",
+              "slot_tp_call", "_PyRun_SimpleFileObject", "Py_RunMain", "Py_BytesMain", "main")
+
+
+class MixdbgWarm(gdb.Command):
+    """mixdbg-warm: expand the debug info of CPython's call path (works while the program runs)."""
+
+    def __init__(self):
+        super().__init__("mixdbg-warm", gdb.COMMAND_FILES)
+
+    def invoke(self, argument, from_tty):
+        for name in _CALL_PATH:
+            try:
+                gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name)
+            except gdb.error:
+                pass  # no debug info for it: nothing to expand
+
+
 class MixdbgLocals(gdb.Command):
     """mixdbg-locals FRAME_ADDRESS OUTFILE: write a Python frame's locals as JSON."""
 
@@ -312,3 +336,4 @@ MixdbgPython()
 MixdbgStack()
 MixdbgLocals()
 MixdbgForkSymbols()
+MixdbgWarm()

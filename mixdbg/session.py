@@ -97,6 +97,7 @@ class Session:
         self.state = "detached"  # "running" | "stopped" | "detached" | "exited"
         self._child: attach.Debuggee | None = None
         self._quitting = False
+        self._kill_asked = False
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
         self.solibs = SymbolReader(self.gdb)
@@ -168,6 +169,7 @@ class Session:
         if child is not None:
             self.resume()
             self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
+            self.gdb.console("mixdbg-warm", SLOW_COMMAND_TIMEOUT)  # the first stack's cost, paid now
         self.view.locate_python(pid)
         self.table.ops.bind(pid, self.table.items)  # a process that has torch already (attach)
         if child is None:
@@ -524,6 +526,9 @@ class Session:
         restored = self._release_processes(repair=True)
         repair = f"{restored} breakpoint byte(s) restored"
         fate = attach.fate(self._child, self.pid, FATE_GRACE)
+        if self._kill_asked and fate in ("was killed by SIGKILL", "is gone"):  # gdb died of the kill itself
+            self.emit(Exited(code=None, signal="SIGKILL"))
+            raise SessionEnded(attach.shell_status(None, "SIGKILL"))
         if fate is None:
             raise GdbExitedError(f"gdb (pid {self.gdb.pid}) died; the debuggee (pid {self.pid}) "
                                  f"runs on ({repair})")
@@ -544,6 +549,7 @@ class Session:
 
     def kill(self) -> None:
         """Action: the user asked to end the debuggee (and every process followed with it)."""
+        self._kill_asked = True
         self.tree.kill_all()
         if self.pid is not None and self.tree.root is None:
             os.kill(self.pid, signal.SIGKILL)
