@@ -100,6 +100,7 @@ class AgentHub:
         self.directory = Path(tempfile.mkdtemp(prefix="agents-", dir=runtime_dir(create=True)))
         self.path = self.directory / "agent.sock"
         self.shared: dict[int, int] = {}  # pid -> shared block address
+        self.readers: set[int] = set()  # the agents' reader threads (LWPs): never the user's
         self._connections: dict[int, socket.socket] = {}
         self._lock = threading.Lock()
         self._hello = threading.Condition(self._lock)
@@ -169,6 +170,8 @@ class AgentHub:
                 if "hello" in message:
                     pid = int(message["hello"])
                     self._welcome(pid, conn, message)
+                elif "reader" in message:
+                    self.readers.add(int(message["reader"]))
                 elif pid is not None:
                     self.on_message(pid, message)
         if pid is not None:

@@ -611,16 +611,21 @@ def _drain() -> None:
         _channel.pump(_handle, wait=0)
 
 
-def _read_messages(connection: Any) -> None:
-    """The reader thread: apply configuration until the engine closes the socket (a ``go``
-    here, e.g. to a fork child, changes nothing)."""
+def _read_messages(connection: Any, announced: threading.Event) -> None:
+    """The reader thread: say which thread it is (the debugger's machinery, not shown as the
+    user's), then apply configuration until the engine closes the socket."""
     sys.settrace(None)
+    _send({"reader": threading.get_native_id()})
+    announced.set()
     while connection.pump(_handle, wait=None):
         pass
 
 
 def _start_reader(connection: Any) -> None:
-    threading.Thread(target=_read_messages, args=(connection,), name="mixdbg-agent", daemon=True).start()
+    """Start the reader thread, once it told the engine its id (before any stop can list it)."""
+    announced = threading.Event()
+    threading.Thread(target=_read_messages, args=(connection, announced), name="mixdbg-agent", daemon=True).start()
+    announced.wait(1.0)
 
 
 def start(socket_path: str) -> None:

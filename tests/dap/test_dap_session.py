@@ -76,6 +76,7 @@ def test_python_and_native_stops_in_one_run_evaluate_each(dap: DapClient, native
     thread = stop["threadId"]
     frame = top(dap, thread)
     assert (frame["name"], frame["line"], frame["source"]["path"]) == ("main", python_line, str(script))
+    assert [t["id"] for t in dap.threads()] == [thread]  # the program's one thread, not the agent's too
     assert dap.evaluate("value * 2", frame["id"])["result"] == "82"
     assert dap.frame_variables(frame["id"], "Locals")["value"]["value"] == "41"
     # ... then the native stop, evaluating C, with the Python caller below it
