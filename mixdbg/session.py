@@ -322,7 +322,6 @@ class Session:
             self._on_stopped(payload, reporting)
         elif record.message == "breakpoint-modified":
             self.table.on_modified(payload["bkpt"])
-
         elif record.message is not None and record.message.startswith("thread-"):
             process = self.tree.on_notify(record)
             if process is not None and process is self.tree.root and "exit-code" in payload:
@@ -383,9 +382,7 @@ class Session:
             self._reconcile()
             if reporting:
                 self.resume()
-        elif reason == "exited-normally":
-            self._finish(0, None)
-        elif reason == "exited":
+        elif reason in ("exited-normally", "exited"):  # gdb gives no code for a normal exit
             self._finish(int(payload.get("exit-code", "0"), 8), None)
         else:
             self._finish(None, str(payload.get("signal-name", "")))
@@ -398,8 +395,7 @@ class Session:
             at = self.inspect.step_context(None, int(thread), 0)
             if not self.stepper.after_native_step(stack, at):
                 self.inspect.forget()
-                if self.state == "stopped":
-                    self.state = "running"
+                self.state = "running" if self.state == "stopped" else self.state
                 return
         self.stepper.native_thread = None
         self._report("step", None, None, payload)
@@ -414,16 +410,12 @@ class Session:
             self.resume()
             return
         message = mailbox.message
-        if message.get("event") == "reply":
-            if self.python.is_reply_for(self.stop, mailbox):
-                self._reply = message
-            else:  # the reply to a request given up on (a native stop came first): run on
-                self.python.run_on(mailbox)
-                self.resume()
+        if message.get("event") == "reply" and self.python.is_reply_for(self.stop, mailbox):
+            self._reply = message
             return
-        if self.python.withdrawn(message):
-            self.python.run_on(mailbox)
-            self.resume()
+        if message.get("event") == "reply" or self.python.withdrawn(message):
+            self.python.run_on(mailbox)  # a reply given up on (a native stop came first), a stop
+            self.resume()  # for breakpoints removed since: the thread runs on
             return
         self.stepper.native_thread = None
         self._report(str(message.get("reason", "breakpoint")), None, None, payload, python=mailbox)
@@ -468,10 +460,8 @@ class Session:
             arguments = self.native_arguments(stack_now, op)
         else:
             stack_now, arguments = stack.MixedStack((), "not read", False), None
-        stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name,
-                          thread=thread_id,
-                          stack=stack_now, op=op, arguments=arguments,
-                          pid=pid,
+        stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name, thread=thread_id,
+                          stack=stack_now, op=op, arguments=arguments, pid=pid,
                           process=process.label() if process and process is not self.tree.root else None,
                           python=python.message if python is not None else None)
         self.last_stop = stopped
@@ -527,8 +517,7 @@ class Session:
         repair = f"{restored} breakpoint byte(s) restored"
         fate = attach.fate(self._child, self.pid, FATE_GRACE)
         if self._kill_asked and fate in ("was killed by SIGKILL", "is gone"):  # gdb died of the kill itself
-            self.emit(Exited(code=None, signal="SIGKILL"))
-            raise SessionEnded(attach.shell_status(None, "SIGKILL"))
+            self._finish(None, "SIGKILL")
         if fate is None:
             raise GdbExitedError(f"gdb (pid {self.gdb.pid}) died; the debuggee (pid {self.pid}) "
                                  f"runs on ({repair})")
@@ -598,13 +587,12 @@ class Session:
             killed = self.gdb.quit()
             if self._child is not None:
                 self._child.release()
-            if self.pid is not None and self.state != "exited":
-                # gdb had to be killed (``killed``): it may have left breakpoint bytes behind
+            # every process runs on (after an exit: the children outliving the root); when gdb
+            # had to be killed (``killed``), it may have left breakpoint bytes behind
+            if self.pid is not None or self.state == "exited":
                 self._release_processes(repair=killed)
-                if self._child is not None:
-                    self._child.disown()
-            elif self.state == "exited":  # children outliving the root were detached: run on
-                self._release_processes(repair=killed)
+            if self._child is not None and self.state != "exited":
+                self._child.disown()
 
     def _release_processes(self, repair: bool) -> int:
         """With gdb gone: restore breakpoint bytes (``repair``) in, and SIGCONT, every
