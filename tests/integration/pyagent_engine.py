@@ -69,6 +69,7 @@ class FakeEngine:
         self.script = script
         self.config = [self._resolve(message) for message in config]
         self.hellos: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.readers: queue.Queue[int] = queue.Queue()
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.traps: queue.Queue[Trap] = queue.Queue()
         self.config_conns: list[socket.socket] = []
@@ -99,7 +100,11 @@ class FakeEngine:
         self.send(conn, {"go": True})
         self.hellos.put(hello)
         for line in reader:
-            self.messages.put(json.loads(line))
+            message = json.loads(line)
+            if "reader" in message:  # the reader thread's id: the real engine hides it
+                self.readers.put(message["reader"])
+            else:
+                self.messages.put(message)
 
     def _serve_trap(self, conn: socket.socket) -> None:
         for line in conn.makefile("rb"):

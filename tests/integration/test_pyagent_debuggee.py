@@ -349,6 +349,9 @@ def test_fork_child_says_hello_and_stops(python: str) -> None:
         assert trap.pid == parent["hello"] and trap.line == line_of(FORK, "parent")
         engine.resume(trap, {"command": "continue"})
         assert wait().stdout == "parent done\n"
+        # each process's reader thread said which it is (not its main thread: the engine hides it)
+        readers = {engine.readers.get(timeout=10), engine.readers.get(timeout=10)}
+        assert len(readers) == 2 and not readers & {parent["hello"], child["hello"]}
 
 
 def test_engine_arms_slots_and_empty_in_continues(python: str) -> None:
