@@ -7,6 +7,8 @@ the same run and beside the peer's (Seam, ``../shared/research/peer-seam.md``).
    the peer's stackTrace alone: 21.8 ms at 201 frames);
 3. native ``next`` per step vs gdb's own ``next`` (peer: 3.6 ms);
 4. Python ``next`` per step vs debugpy's adapter (peer: 7.8 ms);
+   both stepped as VS Code steps (``threads`` and ``stackTrace`` after each stop), timed to
+   the ``stopped`` event and to the stack's answer (the whole cycle);
 5. across the boundary: Step Into Python -> C, -> pybind11, Step Out native -> Python, Step
    Into native -> Python callback (peer: 61-129, 133-200, 15-29, 22-33 ms).
 
@@ -101,14 +103,29 @@ def deep_stack(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> 
     return statistics.median(times)
 
 
-def native_next(work: Path, schema: DapSchema, natives: NativeSet, steps: int) -> tuple[float, float]:
-    """Seconds per native ``next``: mixdbg dap, and gdb's own ``next`` in one gdb."""
+def steps_as_an_editor(client: DapClient, thread: int, steps: int) -> tuple[float, float]:
+    """``next`` ``steps`` times as VS Code does it: after each stop, ``threads`` and the
+    stopped thread's first 20 frames. Medians of request -> ``stopped``, and of the whole
+    cycle (-> the stack's answer)."""
+    to_stop, cycle = [], []
+    for _ in range(steps):
+        stepped = client.timed("next", threadId=thread)
+        client.threads()
+        frames = client.request("stackTrace", threadId=thread, startFrame=0, levels=20)
+        to_stop.append(stepped.to_event)
+        cycle.append(client.received_at(frames) - client.received_at(stepped.response) + stepped.to_response)
+    return statistics.median(to_stop), statistics.median(cycle)
+
+
+def native_next(work: Path, schema: DapSchema, natives: NativeSet, steps: int) -> tuple[float, float, float]:
+    """Seconds per native ``next`` (to ``stopped``, and the cycle with the editor's stack
+    request), and gdb's own ``next`` in one gdb."""
     client = adapter(work, schema)
     capi = natives.capi
     try:
         thread = launch(client, natives, "steps_main.py", str(steps), lines={str(capi.source): [capi.line("loop")]})
         client.request("setBreakpoints", source={"path": str(capi.source)}, breakpoints=[])
-        times = [client.timed("next", threadId=thread).to_event for _ in range(steps)]
+        to_stop, cycle = steps_as_an_editor(client, thread, steps)
     finally:
         client.close(terminate_debuggee=True)
     script = (f"set breakpoint pending on\nbreak {capi.source}:{capi.line('loop')}\nrun\ndelete\npython\nimport time\n"
@@ -120,11 +137,12 @@ def native_next(work: Path, schema: DapSchema, natives: NativeSet, steps: int) -
                           str(natives.script("steps_main.py")), str(steps)],
                          cwd=natives.directory, env=natives.env(), capture_output=True, text=True, timeout=300)
     median = next(float(line.split()[1]) for line in gdb.stdout.splitlines() if line.startswith("MEDIAN"))
-    return statistics.median(times), median
+    return to_stop, cycle, median
 
 
-def python_next(work: Path, schema: DapSchema, natives: NativeSet, steps: int) -> tuple[float, float]:
-    """Seconds per Python ``next``: mixdbg dap, and debugpy's adapter."""
+def python_next(work: Path, schema: DapSchema, natives: NativeSet, steps: int) -> list[tuple[float, float]]:
+    """Seconds per Python ``next`` (to ``stopped``, and the cycle with the editor's stack
+    request): mixdbg dap, and debugpy's adapter."""
     results = []
     script = natives.script("steps_main.py")
     line = natives.line("steps_main.py", "py_step")
@@ -137,10 +155,10 @@ def python_next(work: Path, schema: DapSchema, natives: NativeSet, steps: int) -
                            "justMyCode": True}, breakpoints={script: [line]})
             thread = int(client.wait_stopped(timeout=120)["threadId"])
             client.request("setBreakpoints", source={"path": str(script)}, breakpoints=[])
-            results.append(statistics.median(client.timed("next", threadId=thread).to_event for _ in range(steps)))
+            results.append(steps_as_an_editor(client, thread, steps))
         finally:
             client.close(terminate_debuggee=True)
-    return results[0], results[1]
+    return results
 
 
 def boundary(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> dict[str, float]:
@@ -151,6 +169,8 @@ def boundary(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> di
             client = adapter(work, schema)
             try:
                 thread = launch(client, natives, script, lines={str(natives.script(script)): [natives.line(script, marker)]})
+                client.threads()  # as an editor does at each stop
+                client.stack(thread)
                 time.sleep(2.0)  # the user reads the stop: the read-ahead of the module's functions is done
                 found[key].append(client.timed("stepIn", threadId=thread).to_event)
                 if key == "into C":
@@ -189,10 +209,12 @@ def main() -> None:
         row("launch -> first native stop", dap, run, "mixdbg run", PEER["first stop"])
         row("stackTrace+scopes+variables, 200 deep", deep_stack(work, schema, natives, args.runs + 2), None, "",
             PEER["stack"])
-        ours, gdb = native_next(work, schema, natives, args.steps)
+        ours, cycle, gdb = native_next(work, schema, natives, args.steps)
         row("native next", ours, gdb, "gdb's next", PEER["native next"])
-        ours, debugpy = python_next(work, schema, natives, args.steps)
+        row("native next + stackTrace", cycle, None, "", "-")
+        (ours, cycle), (debugpy, debugpy_cycle) = python_next(work, schema, natives, args.steps)
         row("Python next", ours, debugpy, "debugpy", PEER["python next"])
+        row("Python next + stackTrace", cycle, debugpy_cycle, "debugpy", "-")
         for key, value in boundary(work, schema, natives, args.runs).items():
             row(f"step {key}", value, None, "", PEER[key])
 

@@ -17,8 +17,9 @@ gdb with Python):
 - ``mixdbg-stack`` first reads the symbols of the libraries its frames are in (mixdbg
   keeps ``auto-solib-add off``: see ``mixdbg.solibs``): without them gdb can neither name
   nor unwind their frames.
-- ``mixdbg-warm``: expand the debug info of the interpreter's call path (the eval loop,
-  the call protocol, the start-up) ahead of the first stack, while the program runs.
+- ``mixdbg-warm [NAME...]``: expand the debug info of the files that define NAMEs (by
+  default the interpreter's call path: the eval loop, the call protocol, the start-up)
+  ahead of the first stack or Step Into that needs it.
 - ``mixdbg-fork-symbols``: from now on, gdb reads the libraries of each new inferior (a
   fork child) as it creates it: ``auto-solib-add`` is turned on when the inferior is added,
   before gdb looks for its libraries (it does only under ``on``); mixdbg turns it off again
@@ -301,13 +302,14 @@ _CALL_PATH = ("_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "cfunction_call
 
 
 class MixdbgWarm(gdb.Command):
-    """mixdbg-warm: expand the debug info of CPython's call path (works while the program runs)."""
+    """mixdbg-warm [NAME...]: expand the debug info of the files defining NAMEs (default:
+    CPython's call path; works while the program runs)."""
 
     def __init__(self):
         super().__init__("mixdbg-warm", gdb.COMMAND_FILES)
 
     def invoke(self, argument, from_tty):
-        for name in _CALL_PATH:
+        for name in argument.split() or _CALL_PATH:
             try:
                 gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name)
             except gdb.error:

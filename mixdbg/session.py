@@ -56,6 +56,8 @@ FATE_GRACE = 1.0
 PENDING_SIGINT_ROUNDS = 3
 #: While nothing happens: how often to check /proc for exits gdb did not report.
 RECONCILE_INTERVAL = 2.0
+#: At a stop: how long the queue stays empty before a piece of idle work is done.
+IDLE = 0.05
 #: How many times (one per interval) to retry a resume gdb refused before giving up.
 MAX_STALLED_RESUMES = 5
 
@@ -261,9 +263,11 @@ class Session:
         """Process records and actions until the session ends; return the exit code."""
         try:
             while True:
-                try:
-                    item = self.queue.get(timeout=RECONCILE_INTERVAL)
+                try:  # at a stop, what a Step Into would wait for is prepared while idle
+                    item = self.queue.get(timeout=IDLE if self.state == "stopped" else RECONCILE_INTERVAL)
                 except queue.Empty:
+                    if self.state == "stopped" and self.stepper.idle_work():
+                        continue
                     self._reconcile()
                     self._unstick()
                     continue

@@ -126,6 +126,7 @@ class Inspector:
                 continue
             match = _LWP.search(str(raw.get("target-id", "")))
             lwp = int(match.group(1) or match.group(2)) if match else 0
+            self._lwps[int(raw["id"])] = lwp  # kept for steps: a thread keeps its LWP
             if self.hub is not None and lwp in self.hub.readers:
                 continue  # the agent's own thread
             pid = process.pid if process is not None else (self.root_pid or 0)
@@ -192,7 +193,7 @@ class Inspector:
     def lwp_of(self, thread: int) -> int:
         """The kernel's id of gdb thread ``thread`` (kept: a thread keeps its LWP)."""
         if thread not in self._lwps:
-            self._lwps.update((t.id, t.lwp) for t in self.threads())
+            self.threads()
         return self._lwps.get(thread, self.pid_of(thread))
 
     # --- variables ----------------------------------------------------------------------

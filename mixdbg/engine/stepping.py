@@ -91,6 +91,9 @@ class Stepper:
     native_thread: int | None = None
     kind: str = "next"
     hops: int = 0
+    #: Step Into preparation left for idle time: (library, source, a function of it).
+    _idle: list[tuple[str, str, str]] = field(default_factory=list)
+    _prepared: set[tuple[str, str]] = field(default_factory=set)
 
     def disarm(self) -> None:
         """At any stop: delete the temporary breakpoints and clear the agents' requests."""
@@ -180,11 +183,34 @@ class Stepper:
         return False
 
     def prepare(self, pid: int) -> None:
-        """At a Python stop: read which native functions are the user's in the background
-        (pyelftools, once per library: up to seconds for a large module), so that a Step
-        Into does not wait for it."""
-        threading.Thread(target=native_sources.user_functions, args=(pid,), name="native-sources",
-                         daemon=True).start()
+        """At a Python stop: find which native functions are the user's in the background
+        (pyelftools, once per library: up to seconds for a large module); then, while the
+        stop is idle, ``idle_work`` has gdb read what a Step Into would wait for."""
+        def find() -> None:
+            found = native_sources.user_functions(pid)
+            self._idle = [(library, source, name) for library, functions in found.items()
+                          for source, name in {source: name for source, name in reversed(functions)
+                                               if " " not in name}.items()
+                          if (library, source) not in self._prepared]
+        self._idle = []
+        threading.Thread(target=find, name="native-sources", daemon=True).start()
+
+    def idle_work(self) -> bool:
+        """One piece of a Step Into's preparation, done while the user reads a Python stop:
+        a library's symbols, then one of its source files' debug info (gdb expands a large
+        C++ file's the first time a breakpoint names a function in it: 340 ms for the
+        tests' pybind11 module). False when nothing is left."""
+        if not self._idle:
+            return False
+        library, source, name = self._idle.pop(0)
+        self._prepared.add((library, source))
+        self.read_library(library)
+        try:  # a breakpoint there, at once deleted: what gdb reads for it is kept
+            number = self.gdb.command(f"-break-insert -d --source {mi_quote(source)} --function {mi_quote(name)}")
+            self.gdb.command(f"-break-delete {number['bkpt']['number']}")
+        except GdbCommandError as err:
+            log.debug("preparing %s: %s", name, err.gdb_message)
+        return True
 
     def _break_in_user_functions(self, pid: int, thread: int) -> None:
         """Temporary breakpoints, on ``thread``, on every function of the user's native

@@ -64,6 +64,14 @@ def exit_status(pid: int, proc_root: Path = PROC) -> tuple[bool, int | None, str
     return True, (status >> 8) & 0xFF, None
 
 
+def image_layout(pid: int, proc_root: Path = PROC) -> tuple[str, ...] | None:
+    """Where the process's program image lies (/proc/PID/stat's startcode, endcode and
+    startstack): the same until it execs (then new, unless address randomisation is off,
+    when the new image lies where the old one did). None if the process is gone."""
+    fields = _stat_fields(pid, proc_root)
+    return tuple(fields[23:26]) if fields is not None and len(fields) > 25 else None
+
+
 def _stat_fields(pid: int, proc_root: Path) -> list[str] | None:
     """The fields of /proc/PID/stat after the ``(comm)`` one: state first."""
     try:
