@@ -58,7 +58,8 @@ def stack_trace(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     start = int(arguments.get("startFrame") or 0)
     levels = int(arguments.get("levels") or 0) or len(stack.frames)
     cwd = _cwd(session.inspect.pid_of(thread))
-    frames = [_frame(adapter, thread, index, frame, cwd)
+    sources: dict[str, dict[str, Any] | None] = {}  # a recursion's 200 frames: one file, looked at once
+    frames = [_frame(adapter, thread, index, frame, cwd, sources)
               for index, frame in enumerate(stack.frames[start:start + levels], start)]
     return {"stackFrames": frames, "totalFrames": len(stack.frames)}
 
@@ -71,15 +72,17 @@ def _cwd(pid: int) -> str:
         return os.getcwd()
 
 
-def _frame(adapter: Adapter, thread: int, index: int, frame: Frame, cwd: str) -> dict[str, Any]:
+def _frame(adapter: Adapter, thread: int, index: int, frame: Frame, cwd: str,
+           sources: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
     result: dict[str, Any] = {"id": adapter.frames.add((thread, index)), "name": frame.function,
                               "line": frame.line or 0, "column": 1 if frame.line else 0}
     if frame.kind == "python":
         path = os.path.join(cwd, frame.file) if frame.file and not frame.file.startswith("<") else frame.file or ""
-        if os.path.isfile(path):
-            result["source"] = {"name": Path(path).name, "path": path}
-            if any(part in path for part in _LIBRARY_PARTS):
-                result["source"]["presentationHint"] = "deemphasize"
+        if path not in sources:
+            sources[path] = _python_source(path)
+        source = sources[path]
+        if source is not None:
+            result["source"] = source
         else:  # <frozen importlib._bootstrap>, <string>: no file to open
             result["source"] = {"name": path, "presentationHint": "deemphasize", "origin": "no source file"}
             result["presentationHint"] = "subtle"
@@ -94,6 +97,16 @@ def _frame(adapter: Adapter, thread: int, index: int, frame: Frame, cwd: str) ->
     if index > 0 and (is_glue(frame) or not is_user_native(frame)):  # the stop's own frame stays in view
         result["presentationHint"] = "subtle"
     return result
+
+
+def _python_source(path: str) -> dict[str, Any] | None:
+    """A Python frame's source (de-emphasised in libraries), or None without a file to open."""
+    if not os.path.isfile(path):
+        return None
+    source: dict[str, Any] = {"name": Path(path).name, "path": path}
+    if any(part in path for part in _LIBRARY_PARTS):
+        source["presentationHint"] = "deemphasize"
+    return source
 
 
 def _frame_of(adapter: Adapter, frame_id: Any) -> tuple[int, int, MixedStack]:

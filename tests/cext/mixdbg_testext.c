@@ -17,7 +17,7 @@ long native_step(long i)
 
 static PyObject *native_loop(PyObject *self, PyObject *args)
 {
-    long n, total = 0;
+    long n, total = 0; /* @entry */
     if (!PyArg_ParseTuple(args, "l", &n))
         return NULL;
     for (long i = 0; i < n; i++) {

@@ -7,6 +7,7 @@ each, a function breakpoint set before the step still hits."""
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -85,6 +86,28 @@ def test_step_into_from_python_reaches_the_users_native_function(
         assert stop["reason"] == "function breakpoint" and top(dap, thread)["name"] == "native_step"
         dap.request("setFunctionBreakpoints", breakpoints=[])
     dap.request("setBreakpoints", source={"path": str(natives.script(script))}, breakpoints=[])
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
+
+
+def test_step_into_prepared_while_the_user_reads_the_stop_lands_where_gdb_would(
+        dap_factory: DapFactory, natives: NativeSet) -> None:
+    # Given a Python stop at a line calling the C module, looked at as an editor does
+    capi, dap = natives.capi, dap_factory()
+    thread = start(dap, natives, "capi_main.py", "call")
+    dap.threads()
+    # ... and, while the user reads it, the adapter prepares the module's functions
+    log = dap_factory.logs[-1]
+    deadline = time.monotonic() + 60
+    while '--function "native_loop"' not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    # When stepping into the line
+    frame = step(dap, thread, "stepIn")
+    # Then it broke at the prepared address, on the function's first statement, as gdb does by name
+    assert_users_native(frame, capi, "native_loop")
+    assert frame["line"] == capi.line("entry")
+    assert f'-break-insert -t -p {thread} "*0x' in log.read_text()
+    dap.request("setBreakpoints", source={"path": str(natives.script("capi_main.py"))}, breakpoints=[])
     dap.request("continue", threadId=thread)
     assert dap.wait_exited() == 0
 
