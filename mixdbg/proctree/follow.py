@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import signal
+import time
 from typing import Any, Callable
 
 import psutil
@@ -39,6 +40,8 @@ from mixdbg.proctree.workers import WorkerIdReader
 log = logging.getLogger(__name__)
 
 FOLLOW_NONE, FOLLOW_PYTHON, FOLLOW_ALL = "none", "python", "all"
+#: How long a process /proc shows ended is left for gdb to report before it is taken as gone.
+EXIT_REPORT_GRACE = 1.0
 _EXEC_LINE = re.compile(r"^process (\d+) is executing new program: (.+)$")
 FOLLOW_MODES = (FOLLOW_NONE, FOLLOW_PYTHON, FOLLOW_ALL)
 _FOLLOW_SETTINGS = (
@@ -70,6 +73,7 @@ class ProcessTree:
         #: other threads (the control socket's) can read it without a lock.
         self.summary: tuple[tuple[int, str], ...] = ()
         self._trace_stopped: set[int] = set()
+        self._ended_at: dict[int, float] = {}  # pid -> when /proc first showed it ended
 
     # --- setting up -------------------------------------------------------------------
 
@@ -231,10 +235,11 @@ class ProcessTree:
         """Report the exits gdb lost (seen in /proc); return the processes found gone, the
         root included (its end is the caller's)."""
         gone = []
+        now = time.monotonic()
         for process in self.table.live():
             ended, code, signal_number = procfs.exit_status(process.pid)
-            if not ended:
-                continue
+            if not ended or now - self._ended_at.setdefault(process.pid, now) < EXIT_REPORT_GRACE:
+                continue  # gdb, busy or slowed by load, may report it yet (with its real status)
             gone.append(process)
             log.info("gdb did not report the exit of pid %d (found in /proc)", process.pid)
             if process is self.root:

@@ -263,7 +263,8 @@ for _ in range(2):
         ext.loop(1)
         os._exit(0)
     children.append(pid)
-print("children", [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children], flush=True)
+codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+print(f"children {codes}", flush=True)  # one write: mixdbg's own lines share the terminal
 """
 
 
