@@ -547,6 +547,17 @@ def fate(child: Debuggee | None, pid: int | None, grace: float) -> str | None:
         time.sleep(0.05)
 
 
+def after_gdb_died(gdb_pid: int, pid: int | None, fate: str | None, restored: int) -> str:
+    """What became of the debuggee when gdb died under mixdbg, in one line: ``fate`` as
+    :func:`fate` gives it, and how many breakpoint bytes mixdbg restored in its code."""
+    repair = f"{restored} breakpoint byte(s) restored"
+    if fate is None:
+        return f"gdb (pid {gdb_pid}) died; the debuggee (pid {pid}) runs on ({repair})"
+    if "SIGTRAP" in fate:
+        repair += "; it was at a breakpoint gdb left when gdb died"
+    return f"gdb (pid {gdb_pid}) died, and the debuggee (pid {pid}) {fate} ({repair})"
+
+
 def _fate_now(child: Debuggee | None, pid: int | None) -> str | None:
     if child is not None:
         returncode = child.process.poll()

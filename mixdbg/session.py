@@ -178,12 +178,14 @@ class Session:
             self.solibs.configure()
             self.tree.start_following()
 
-    def _bind_operators(self, payload: dict[str, Any]) -> None:
-        """At a library-load stop: bind the operator breakpoints in the stopped process."""
+    def _on_library_load(self, payload: dict[str, Any]) -> None:
+        """At a library-load stop: bind the operator breakpoints in the stopped process, and
+        have gdb unwind its stack once while the program loads (see ``StopView.warm``)."""
         process = self.tree.stopped_in(payload)
         pid = process.pid if process is not None else self.pid
         if pid is not None and (process is None or not process.quiet):
             self.table.bind_operators(pid)
+            self.view.warm(pid)
 
     def enable_breakpoints(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up), read
@@ -263,15 +265,12 @@ class Session:
         """Process records and actions until the session ends; return the exit code."""
         try:
             while True:
-                try:  # at a stop, what a Step Into would wait for is prepared while idle
-                    item = self.queue.get(timeout=IDLE if self.state == "stopped" else RECONCILE_INTERVAL)
-                except queue.Empty:
-                    if self.state == "stopped" and self.stepper.idle_work():
-                        continue
-                    self._reconcile()
-                    self._unstick()
-                    continue
-                self.handle(item)
+                try:
+                    self.handle(self.queue.get(timeout=IDLE if self.state == "stopped" else RECONCILE_INTERVAL))
+                except queue.Empty:  # at a stop, what a Step Into would wait for is prepared while idle
+                    if not (self.state == "stopped" and self.stepper.idle_work()):
+                        self._reconcile()
+                        self._unstick()
         except SessionEnded as end:
             return end.code
         except GdbExitedError:
@@ -360,7 +359,7 @@ class Session:
         elif reason == "solib-event":  # libraries loaded: read those breakpoints can be in, bind, go on
             self.solibs.on_load(added_libraries(payload), [b.spec for b in self.table.items.values()],
                                  self.table.ops.kernel_library())
-            self._bind_operators(payload)
+            self._on_library_load(payload)
             self.resume()
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
@@ -518,17 +517,10 @@ class Session:
         # Our pipe closes before the kernel releases gdb's tracees: repair once gdb is gone.
         self.gdb.wait_exit(STOP_TIMEOUT)
         restored = self._release_processes(repair=True)
-        repair = f"{restored} breakpoint byte(s) restored"
         fate = attach.fate(self._child, self.pid, FATE_GRACE)
         if self._kill_asked and fate in ("was killed by SIGKILL", "is gone"):  # gdb died of the kill itself
             self._finish(None, "SIGKILL")
-        if fate is None:
-            raise GdbExitedError(f"gdb (pid {self.gdb.pid}) died; the debuggee (pid {self.pid}) "
-                                 f"runs on ({repair})")
-        if "SIGTRAP" in fate:
-            repair += "; it was at a breakpoint gdb left when gdb died"
-        raise GdbExitedError(f"gdb (pid {self.gdb.pid}) died, and the debuggee (pid {self.pid}) "
-                             f"{fate} ({repair})")
+        raise GdbExitedError(attach.after_gdb_died(self.gdb.pid, self.pid, fate, restored))
 
     def detach(self, reason: str, code: int = 0) -> None:
         """Action: let go of the debuggee (it runs on) and end the session with ``code``.

@@ -32,6 +32,7 @@ class StopView:
         self.pid: int | None = None
         self._runtimes: dict[int, str] = {}  # PID -> where its interpreter is, as gdb's helper knows
         self._layouts: dict[int, tuple[str, ...] | None] = {}  # PID -> its image's layout then
+        self._warmed: set[int] = set()  # PIDs whose stack gdb has unwound once
         self.torch = views.TorchViews(gdb)
 
     def locate_python(self, pid: int) -> None:
@@ -53,6 +54,14 @@ class StopView:
         if self._runtimes.get(pid) != where:
             self._runtimes[pid] = where
             self._gdb.console(f"mixdbg-python {pid} {where}")
+
+    def warm(self, pid: int) -> None:
+        """At the first library load of process ``pid`` that runs Python (an import), have
+        gdb unwind its stack once: the first unwind through the interpreter's start-up is
+        then paid while the program loads, not when the user first looks at a stop."""
+        if pid not in self._warmed and pid in self._runtimes and not self._runtimes[pid].startswith("unavailable"):
+            self._warmed.add(pid)
+            self._gdb.console("mixdbg-warm --stack")
 
     def select(self, pid: int) -> None:
         """A stop in process ``pid`` (gdb selected it): read that process from now on."""
