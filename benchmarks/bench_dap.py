@@ -77,10 +77,11 @@ def first_stop(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> 
     return statistics.median(dap_times), statistics.median(run_times)
 
 
-def deep_stack(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> float:
-    """Seconds for stackTrace + scopes + variables at a native stop under 200 Python frames
-    (a new session each run: the first look at a stop, nothing cached)."""
-    times = []
+def deep_stack(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> tuple[float, float]:
+    """Seconds for stackTrace + scopes + variables at a native stop under 200 Python frames,
+    and for the stackTrace alone (a new session each run: the first look at a stop, nothing
+    cached)."""
+    times, traces = [], []
     for _ in range(runs):
         client = adapter(work, schema)
         try:
@@ -89,6 +90,7 @@ def deep_stack(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> 
             # schema checks of a 230-frame answer between them)
             answer = client.request("stackTrace", threadId=thread, startFrame=0)
             spent = client.elapsed(answer)
+            traces.append(spent)
             frames = answer["body"]["stackFrames"]
             python = next(f for f in frames if f["name"] == "down")
             for frame in (frames[0], python):
@@ -100,7 +102,7 @@ def deep_stack(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> 
             assert len([f for f in frames if f["name"] == "down"]) >= 199
         finally:
             client.close(terminate_debuggee=True)
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(traces)
 
 
 def steps_as_an_editor(client: DapClient, thread: int, steps: int) -> tuple[float, float]:
@@ -207,8 +209,9 @@ def main() -> None:
         natives.capi, natives.geom  # noqa: B018 - built before anything is timed
         dap, run = first_stop(work, schema, natives, args.runs)
         row("launch -> first native stop", dap, run, "mixdbg run", PEER["first stop"])
-        row("stackTrace+scopes+variables, 200 deep", deep_stack(work, schema, natives, args.runs + 2), None, "",
-            PEER["stack"])
+        whole, trace = deep_stack(work, schema, natives, args.runs + 4)
+        row("stackTrace+scopes+variables, 200 deep", whole, None, "", "-")
+        row("stackTrace alone, 200 deep", trace, None, "", PEER["stack"])
         ours, cycle, gdb = native_next(work, schema, natives, args.steps)
         row("native next", ours, gdb, "gdb's next", PEER["native next"])
         row("native next + stackTrace", cycle, None, "", "-")
