@@ -19,6 +19,7 @@ main(async (wb, args, steps) => {
   await wb.page.keyboard.press('F5');
   steps.shown = await wb.waitForStack(new RegExp(`<module> ${script.replace('.', '\\.')}`));
   steps.top = (await wb.topFrame()).text;
+  steps.paused = await wb.pausedOn();
   await wb.shot('stopped');
   // Frames the adapter marks subtle are folded; unfold them, as a person would to see them all.
   await wb.showAllFrames();

@@ -102,6 +102,15 @@ async function openWorkbench({ R, url, folder, shots }) {
       await page.waitForTimeout(500);
       return wb.callStack();
     },
+    /** What CALL STACK says the debuggee paused on: its header's message (one thread: VS Code
+     *  shows no thread row) or else the first row's state label. */
+    async pausedOn() {
+      return page.evaluate(() => {
+        const header = document.querySelector('.call-stack-state-message');
+        const label = document.querySelector('.debug-call-stack .monaco-list-row .state');
+        return ((header && !header.hidden && header.innerText) || (label && label.innerText) || '').trim();
+      });
+    },
     /** The first CALL STACK frame row (not a thread, session or "Show more" row) and its text. */
     async topFrame() {
       const all = await page.locator('.debug-call-stack .monaco-list-row').all();
