@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import CExtension, MixdbgRun
+from conftest import CEXT_SOURCE, CExtension, Forky, MixdbgRun
 
 from mixdbg import gdbpath
 
@@ -75,3 +76,32 @@ def test_without_shared_libpython_the_system_gdb_debugs_after_one_line(cext: CEx
     fallback = [line for line in run.stderr.splitlines() if "system's gdb" in line]
     assert len(fallback) == 1 and system in fallback[0] and "shared libpython" in fallback[0], run.stderr
     assert run.stdout.count("stopped at breakpoint 1") == 2, run.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_fresh_forky_venv_debugs_python314_with_the_wheels_gdb(forky: Forky, tmp_path: Path) -> None:
+    # Given forky's Python 3.14 and a new venv there, into which this checkout is installed
+    # as the README says (pip install -e .), and a PATH that holds that venv alone (forky's
+    # own gdb 18 is not on it)
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copytree(repo, tmp_path / "src", ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__"))
+    shutil.copy(CEXT_SOURCE, tmp_path)
+    shutil.copy(repo / "tests" / "scripts" / "pool.py", tmp_path)
+    build = ("gcc -g -O0 -shared -fPIC $(python3.14-config --includes) mixdbg_testext.c "
+             "-o mixdbg_testext$(python3.14-config --extension-suffix)")
+    venv = "/project/venv/bin"
+    script = (f"set -e; cd /project; {build}; python3.14 -m venv venv; {venv}/pip install -q -e src; "
+              f"PATH={venv} {venv}/mixdbg doctor --json > doctor.json; "
+              f"PATH={venv} {venv}/mixdbg run --json --no-prompt --port 0 -b native_step pool.py forkserver > pool.json")
+    # When doctor is asked, and the forkserver pool runs under mixdbg
+    done = forky.run(tmp_path, ["bash", "-c", script], timeout=800)
+    # Then the gdb is the wheel's 18.1, and both pool workers stopped in the extension
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    gdb = json.loads((tmp_path / "doctor.json").read_text())["checks"][0]
+    assert (gdb["status"], gdb["details"]["source"]) == ("ok", gdbpath.BUNDLED), gdb
+    assert str(gdb["details"]["version"]).startswith("18."), gdb
+    pool = [json.loads(line) for line in (tmp_path / "pool.json").read_text().splitlines()]
+    main = next(e["pid"] for e in pool if e["event"] == "session")
+    assert len({e["pid"] for e in pool if e["event"] == "stopped" and e["pid"] != main}) == 2
+    assert "results [1, 2]" in done.stderr + done.stdout
