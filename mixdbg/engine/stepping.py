@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from mixdbg.engine import agents, native_sources
 from mixdbg.engine.frames import first_visible, is_glue_source, outer_visible
@@ -25,6 +25,8 @@ from mixdbg.stack import Frame, MixedStack
 log = logging.getLogger(__name__)
 
 STEP_KINDS = ("next", "stepIn", "stepOut")
+#: A user's native function in one process image: (pid, the image's layout, source, name).
+EntryKey = tuple[int, Optional[tuple[str, ...]], str, str]
 #: How many times a native step may pass through glue before it is reported where it is.
 MAX_GLUE_HOPS = 8
 #: Where gdb's ``step`` never stops: the interpreter's and binding libraries' sources (a
@@ -92,11 +94,10 @@ class Stepper:
     native_thread: int | None = None
     kind: str = "next"
     hops: int = 0
-    #: Step Into preparation left for idle time: (pid, library, source, function).
-    _idle: list[tuple[int, str, str, str]] = field(default_factory=list)
-    #: Where gdb breaks in the user's functions, by (pid, its image's layout, source, function);
-    #: None: not at one address.
-    _entries: dict[tuple[int, tuple[str, ...] | None, str, str], str | None] = field(default_factory=dict)
+    #: Step Into preparation left for idle time: (library, the function's key in ``_entries``).
+    _idle: list[tuple[str, EntryKey]] = field(default_factory=list)
+    #: Where gdb breaks in the user's functions; None: not at one address.
+    _entries: dict[EntryKey, str | None] = field(default_factory=dict)
 
     def disarm(self) -> None:
         """At any stop: delete the temporary breakpoints and clear the agents' requests."""
@@ -191,7 +192,8 @@ class Stepper:
         stop is idle, ``idle_work`` has gdb find where a Step Into would break in each."""
         def find() -> None:
             image = procfs.image_layout(pid)
-            self._idle = [(pid, library, source, name) for library, functions in native_sources.user_functions(pid).items()
+            self._idle = [(library, (pid, image, source, name))
+                          for library, functions in native_sources.user_functions(pid).items()
                           for source, name in functions if (pid, image, source, name) not in self._entries]
         self._idle = []
         threading.Thread(target=find, name="native-sources", daemon=True).start()
@@ -204,7 +206,8 @@ class Stepper:
         first in the tests' pybind11 module. False when nothing is left."""
         if not self._idle:
             return False
-        pid, library, source, name = self._idle.pop(0)
+        library, key = self._idle.pop(0)
+        source, name = key[2], key[3]
         self.read_library(library)
         try:
             found = self.gdb.command(f"-break-insert -d --source {mi_quote(source)} --function {mi_quote(name)}")
@@ -213,7 +216,7 @@ class Stepper:
             log.debug("preparing %s: %s", name, err.gdb_message)
             found = {}
         address = str(found.get("bkpt", {}).get("addr", ""))
-        self._entries[(pid, procfs.image_layout(pid), source, name)] = address if address.startswith("0x") else None
+        self._entries[key] = address if address.startswith("0x") else None
         return True
 
     def _break_in_user_functions(self, pid: int, thread: int) -> None:

@@ -236,7 +236,9 @@ class ProcessTree:
         root included (its end is the caller's)."""
         gone = []
         now = time.monotonic()
-        for process in self.table.live():
+        live = self.table.live()  # a pid seen ended and since reported may be a new process's later
+        self._ended_at = {pid: at for pid, at in self._ended_at.items() if any(p.pid == pid for p in live)}
+        for process in live:
             ended, code, signal_number = procfs.exit_status(process.pid)
             if not ended or now - self._ended_at.setdefault(process.pid, now) < EXIT_REPORT_GRACE:
                 continue  # gdb, busy or slowed by load, may report it yet (with its real status)
