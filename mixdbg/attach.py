@@ -147,6 +147,17 @@ class Debuggee:
         if self.process.returncode is None:
             self.process.returncode = 0
 
+    def discard(self) -> None:
+        """End the debuggee while it is held at the gate (it never ran a line of the
+        script): the session it was started for could not start. By its pid: it is ours."""
+        if self.gate_fd is None:
+            return
+        self.process.kill()
+        self.process.wait()
+        self.status.close()
+        os.close(self.gate_fd)
+        self.gate_fd = None
+
     def release(self) -> None:
         """Open the gate: the script starts running (idempotent)."""
         self.status.close()

@@ -37,10 +37,11 @@ class BreakSpec:
     is_line: bool
     is_op: bool = False  # ``location`` is an operator (``aten::add``), not a C++ name
 
-    def mi_insert(self, enabled: bool = True, location: str | None = None) -> str:
+    def mi_insert(self, enabled: bool = True, location: str | None = None, inferior: str | None = None) -> str:
         """The ``-break-insert`` command that creates this breakpoint (pending if needed);
-        ``location``: there instead (an operator spec's kernel: its quoted C++ name or ``*ADDRESS``)."""
-        parts = ["-break-insert", "-f"] + ([] if enabled else ["-d"])
+        ``location``: there instead (an operator spec's kernel: its quoted C++ name or
+        ``*ADDRESS``); ``inferior`` ("i2"): in that process only (gdb 15 and later)."""
+        parts = ["-break-insert", "-f"] + ([] if enabled else ["-d"]) + (["-g", inferior] if inferior else [])
         if not self.is_line and not (location or "").startswith("*"):
             parts.append("--qualified")
         if self.condition:

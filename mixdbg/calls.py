@@ -16,14 +16,11 @@ This module only returns facts; the session and ``doctor`` word them.
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mixdbg.gdbmi import GdbCommandError, GdbMi
-
-log = logging.getLogger(__name__)
+from mixdbg.gdbmi import GdbMi
 
 #: The first gdb release that writes the AMX XSAVE state (gdb 14 added AMX support).
 FIRST_SAFE_GDB = 14
@@ -85,12 +82,7 @@ def refusal(safety: CallSafety) -> str:
 def guard(gdb: GdbMi) -> CallSafety:
     """Forbid gdb to call functions in the debuggee where that could harm it (``assess_here``
     with gdb's own version); the decision, for the ``session`` event to tell."""
-    try:
-        major: int | None = int(gdb.command("-data-evaluate-expression $_gdb_major")["value"])
-    except (GdbCommandError, KeyError, ValueError) as err:
-        log.info("gdb's version: %s", err)
-        major = None
-    safety = assess_here(major)
+    safety = assess_here(gdb.major_version() or None)
     if not safety.allowed:
         gdb.command("-gdb-set may-call-functions off")
     return safety

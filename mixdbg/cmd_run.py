@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 from mixdbg import argtypes, attach, control, gdbpath, launch_gen
 from mixdbg.breakpoints import BreakSpec, parse_spec
-from mixdbg.errors import UsageError
+from mixdbg.errors import MixdbgError, UsageError
 from mixdbg.events import Exited, SessionStarted
 from mixdbg.output import Output
 from mixdbg.proctree import FOLLOW_MODES, FOLLOW_NONE, FOLLOW_PYTHON
@@ -163,15 +163,20 @@ def _run(args: argparse.Namespace) -> int:
     # gdb first: a spec it cannot parse fails before the script ever starts. The breakpoints
     # stay disabled while debugpy starts under gdb (its code is not the user's, and a stop
     # there would stall the start) and are enabled before the gate opens.
+    launched: list[attach.Debuggee] = []
+
+    def launch() -> None:  # while gdb boots; held at the gate until the breakpoints are in
+        launched.append(attach.launch(target, attach.LaunchOptions(
+            python=args.python, host=args.host, port=args.port, wait_for_client=args.wait_for_client,
+            tracer=os.getpid(), stdout=sys.stderr if args.json else None,
+            stdin_devnull=_interactive(args), no_vfork=args.follow != FOLLOW_NONE,
+        )))
+
     try:
-        with _session(args, output, specs, enabled=False, python=args.python) as session:
-            output.progress(f"starting {target.name} under debugpy on {args.host}:{args.port}")
-            debuggee = attach.launch(target, attach.LaunchOptions(
-                python=args.python, host=args.host, port=args.port, wait_for_client=args.wait_for_client,
-                tracer=os.getpid(), stdout=sys.stderr if args.json else None,
-                stdin_devnull=not session.auto_continue, no_vfork=args.follow != FOLLOW_NONE,
-            ))
-            output.progress(f"attaching gdb to PID {debuggee.pid}")
+        with _session(args, output, specs, enabled=False, python=args.python, while_gdb_boots=launch) as session:
+            debuggee = launched[0]
+            output.progress(f"started {target.name} under debugpy on {args.host}:{args.port}; "
+                            f"attaching gdb to PID {debuggee.pid}")
             session.attach(debuggee.pid, child=debuggee)
             debuggee.wait_for_debugpy()
             session.enable_breakpoints()
@@ -184,6 +189,10 @@ def _run(args: argparse.Namespace) -> int:
             return _go(session, started, output, release=debuggee.release, waiting=args.wait_for_client)
     except SessionEnded as end:  # a signal's detach while the session started
         return end.code
+    except MixdbgError:  # gdb or a breakpoint failed before the gate: the script never runs
+        for debuggee in launched:
+            debuggee.discard()
+        raise
 
 
 def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Output) -> int:
@@ -248,7 +257,8 @@ def _attach(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
-             enabled: bool, python: str, pid: int | None = None) -> Iterator[Session]:
+             enabled: bool, python: str, pid: int | None = None,
+             while_gdb_boots: Callable[[], None] | None = None) -> Iterator[Session]:
     """A session with gdb started and the ``-b`` breakpoints inserted, closed on every way
     out. A signal's detach while it starts (before the session loop) raises SessionEnded
     out of the block."""
@@ -261,7 +271,7 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
     session.pid = pid  # known before the attach: operator specs find the torch it loaded
     with _on_signals(_session_signals(session, interactive)):
         try:
-            session.start_gdb()
+            session.start_gdb(while_gdb_boots)
             for spec in specs:
                 session.table.add(spec, announce=False, enabled=enabled)
             yield session

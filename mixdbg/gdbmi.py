@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 COMMAND_TIMEOUT = 30.0
 #: gdb reads whole symbol tables on attach and when libraries load (libtorch_cpu: seconds).
 SLOW_COMMAND_TIMEOUT = 120.0
+#: How often an exit wait checks gdb's status when its output has not ended.
+EXIT_POLL = 0.05
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ class GdbMi:
         self._proc: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
         self._exited = threading.Event()
+        self._major: int | None = None
 
     @property
     def pid(self) -> int:
@@ -154,7 +157,7 @@ class GdbMi:
         ]
         # Why the debuggee outlives a SIGKILLed mixdbg (which runs no cleanup at all): gdb's
         # stdin is a pipe only we hold, so our death is an EOF on it, and gdb, in mi-async
-        # mode (set first thing in Session.start_gdb), reads stdin even while the debuggee
+        # mode (set first thing by set_modes), reads stdin even while the debuggee
         # runs and quits on EOF, and quitting detaches: its breakpoints are removed and the
         # debuggee runs on. (In sync mode gdb stops reading stdin while the debuggee runs and
         # would stay attached forever.) For that, gdb must outlive us: start_new_session keeps
@@ -181,6 +184,27 @@ class GdbMi:
     def console(self, command: str, timeout: float = COMMAND_TIMEOUT) -> dict[str, Any]:
         """Run a gdb CLI command through MI (``-interpreter-exec console``)."""
         return self.command(f"-interpreter-exec console {mi_quote(command)}", timeout)
+
+    def set_modes(self) -> None:
+        """Put a started gdb in the mode mixdbg relies on. mi-async first: it is what lets
+        gdb detach on its own when we die (see ``start``). Python ignores SIGPIPE itself;
+        gdb's default would stop on every one."""
+        for command in ("-gdb-set mi-async on", "-gdb-set pagination off", "-gdb-set confirm off",
+                        "-gdb-set style enabled off", "-gdb-set breakpoint pending on",
+                        "-gdb-set print thread-events off",
+                        '-interpreter-exec console "handle SIGPIPE nostop noprint pass"'):
+            self.command(command)
+
+    def major_version(self) -> int:
+        """gdb's major version (0 when it cannot say), asked once: what the session may ask
+        of gdb depends on it (selective symbol reading, per-process breakpoints, calls)."""
+        if self._major is None:
+            try:
+                self._major = int(self.command("-data-evaluate-expression $_gdb_major").get("value", "0"))
+            except (GdbCommandError, ValueError) as err:
+                log.info("gdb's version: %s", err)
+                self._major = 0
+        return self._major
 
     def _send(self, command: str, timeout: float) -> MiRecord:
         if self._proc is None or self._proc.stdin is None:
@@ -259,11 +283,16 @@ class GdbMi:
         """Wait for gdb to exit; True if it did."""
         if self._proc is None:
             return True
+        deadline = time.monotonic() + timeout
+        # The end of gdb's output wakes this at once; Popen.wait polls with growing sleeps.
+        while not self._exited.wait(EXIT_POLL) and self._proc.poll() is None:
+            if time.monotonic() > deadline:
+                return False
         try:
-            self._proc.wait(timeout)
+            self._proc.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             return False
-        self._exited.wait(timeout)
+        self._exited.wait(max(0.0, deadline - time.monotonic()))
         return True
 
     def quit(self, timeout: float = 10.0) -> bool:

@@ -40,8 +40,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from mixdbg import debug_schema, jsonc, user_files
 from mixdbg.errors import DataError, MixdbgError, NotFoundError, UsageError
 from mixdbg.gdbmi import find_gdb, mi_escape
@@ -146,10 +144,21 @@ def entry_schema(name: str) -> dict[str, Any]:
 def validate_entry(entry: Mapping[str, Any]) -> None:
     """Check one of our entries against its schema; a failure is a mixdbg bug."""
     name = str(entry.get("name"))
+    problem = _schema_problem(dict(entry), entry_schema(name))
+    if problem is not None:
+        raise MixdbgError(f"internal error: generated {name!r} is invalid: {problem}")
+
+
+def _schema_problem(document: Any, schema_document: dict[str, Any]) -> str | None:
+    """Why ``document`` does not follow the JSON schema, or None. (jsonschema is imported
+    here: at start-up it would cost every mixdbg command 40-70 ms.)"""
+    import jsonschema
+
     try:
-        jsonschema.validate(dict(entry), entry_schema(name))
+        jsonschema.validate(document, schema_document)
     except jsonschema.ValidationError as err:
-        raise MixdbgError(f"internal error: generated {name!r} is invalid: {err.message}") from err
+        return str(err.message)
+    return None
 
 
 def python_gdb_script(python: str) -> str | None:
@@ -478,7 +487,9 @@ def _ensure_c_cpp_properties(workspace: Path, dry_run: bool) -> tuple[Path | Non
     relative = commands.relative_to(workspace).as_posix()
     document = _fill(jsonc.loads(template_text("c_cpp_properties.jsonc")),
                      {"compile_commands": "${workspaceFolder}/" + relative})
-    jsonschema.validate(document, schema("c_cpp_properties.schema.json"))
+    problem = _schema_problem(document, schema("c_cpp_properties.schema.json"))
+    if problem is not None:
+        raise MixdbgError(f"internal error: generated c_cpp_properties.json is invalid: {problem}")
     if not dry_run:
         user_files.commit(user_files.UserFile(path, None), jsonc.dumps(document, jsonc.Style()) + "\n",
                           _user_content)

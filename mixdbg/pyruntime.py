@@ -15,10 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
+from mixdbg.elfsections import ElfFormatError, dynamic_symbols, first_load_bias, is_relocated
 from mixdbg.errors import NotFoundError
 
 _VERSION_IN_NAME = re.compile(r"python(3\.\d+)")
@@ -67,17 +64,8 @@ def _file_symbols(path: str, device: int, inode: int, mtime: int) -> tuple[dict[
     """``_symbols`` of one version of a file (cached: every process of a session that runs
     the same interpreter, and every stop in one, shares it)."""
     with open(path, "rb") as handle:
-        elf = ELFFile(handle)
-        table = elf.get_section_by_name(".dynsym")
-        values: dict[str, int] = {}
-        if isinstance(table, SymbolTableSection):
-            for name in ("_PyRuntime", "Py_Version"):
-                symbols = table.get_symbol_by_name(name)
-                if symbols:
-                    values[name] = int(symbols[0]["st_value"])
-        loads = [seg for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
-        first = min(int(seg["p_vaddr"]) - int(seg["p_offset"]) for seg in loads) if loads else 0
-        return values, first, elf["e_type"] == "ET_DYN"
+        values = dynamic_symbols(handle, ("_PyRuntime", "Py_Version"))
+        return values, first_load_bias(handle), is_relocated(handle)
 
 
 def exports_runtime(path: str) -> bool:
@@ -85,7 +73,7 @@ def exports_runtime(path: str) -> bool:
     starts from)."""
     try:
         return "_PyRuntime" in _symbols(path)[0]
-    except (OSError, ELFError):
+    except (OSError, ElfFormatError):
         return False
 
 
@@ -106,7 +94,7 @@ def find_runtime(pid: int) -> PythonRuntime:
     for path in paths:
         try:
             values, first_vaddr, relocatable = _symbols(_root(pid, path))
-        except (OSError, ELFError):
+        except (OSError, ElfFormatError):
             continue
         if "_PyRuntime" not in values:
             continue

@@ -27,10 +27,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from mixdbg.breakpoints import BreakSpec
+from mixdbg.elfsections import SHT_NOBITS, ElfFormatError, read_sections
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
 from mixdbg.gdbtext import library_regex
 
@@ -57,10 +55,11 @@ def name_key(spec: BreakSpec) -> bytes | None:
 
 
 class LibraryFacts:
-    """What a library's ELF file says, read once per file (by device, inode and mtime)."""
+    """What a library's ELF file says, read once per file (by device, inode and mtime) and
+    name asked about: the answers, not the file's bytes (torch's string table is 76 MB)."""
 
     def __init__(self) -> None:
-        self._names: dict[tuple[int, int, int], bytes] = {}
+        self._defines: dict[tuple[tuple[int, int, int], bytes], bool] = {}
         self._lines: dict[tuple[int, int, int], bool] = {}
 
     def defines(self, path: str, key: bytes) -> bool:
@@ -69,10 +68,9 @@ class LibraryFacts:
         identity = _identity(path)
         if identity is None:
             return True
-        if identity not in self._names:
-            self._names[identity] = _name_bytes(path)
-        names = self._names[identity]
-        return not names or key in names
+        if (identity, key) not in self._defines:
+            self._defines[(identity, key)] = _names_hold(path, key)
+        return self._defines[(identity, key)]
 
     def has_lines(self, path: str) -> bool:
         """Whether the library has line tables (or points at separate debug info)."""
@@ -92,31 +90,31 @@ def _identity(path: str) -> tuple[int, int, int] | None:
     return status.st_dev, status.st_ino, status.st_mtime_ns
 
 
-def _name_bytes(path: str) -> bytes:
-    """The library's symbol name tables, concatenated (empty if it cannot be read)."""
+def _names_hold(path: str, key: bytes) -> bool:
+    """Whether ``key`` occurs in the library's symbol name tables (True if they cannot be
+    read, or it has none: gdb then decides)."""
     try:
-        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            elf = ELFFile(handle)
-            chunks = []
-            for name in _NAME_SECTIONS:
-                section = elf.get_section_by_name(name)
-                if section is not None and section["sh_type"] != "SHT_NOBITS":
-                    start = section["sh_offset"]
-                    chunks.append(data[start:start + section["sh_size"]])
-            return b"\0".join(chunks)
-    except (OSError, ValueError, ELFError) as err:
+        with open(path, "rb") as handle:
+            sections = read_sections(handle)
+            ranges = [(found.offset, found.offset + found.size) for name in _NAME_SECTIONS
+                      if (found := sections.get(name)) is not None and found.type != SHT_NOBITS and found.size]
+            if not ranges:
+                return True
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return any(data.find(key, start, end) >= 0 for start, end in ranges)
+    except (OSError, ValueError) as err:
         log.info("symbol names of %s: %s", path, err)
-        return b""
+        return True
 
 
 def _has_sections(path: str, names: Iterable[str]) -> bool:
     try:
         with open(path, "rb") as handle:
-            elf = ELFFile(handle)
-            return any(elf.get_section_by_name(name) is not None for name in names)
-    except (OSError, ValueError, ELFError) as err:
+            sections = read_sections(handle)
+    except (OSError, ElfFormatError) as err:
         log.info("sections of %s: %s", path, err)
         return True
+    return any(name in sections for name in names)
 
 
 def added_libraries(payload: dict[str, Any]) -> list[str]:
@@ -159,12 +157,7 @@ class SymbolReader:
         except for a fork child's libraries (gdb's helper: ``mixdbg-fork-symbols``). On
         gdb before 14 gdb reads every library, as it always did: gdb 13.1 died in 7 of 50
         pool runs with the extra stops, 5 of 100 without (docs/reliability.md)."""
-        try:
-            major = int(self._gdb.command("-data-evaluate-expression $_gdb_major").get("value", "0"))
-        except (GdbCommandError, ValueError) as err:
-            log.info("gdb's version: %s", err)
-            major = 0
-        self.selective = major >= SELECTIVE_GDB
+        self.selective = self._gdb.major_version() >= SELECTIVE_GDB
         if not self.selective:
             self._gdb.command("-gdb-set auto-solib-add on")
             return

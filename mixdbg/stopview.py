@@ -33,6 +33,7 @@ class StopView:
         self._runtimes: dict[int, str] = {}  # PID -> where its interpreter is, as gdb's helper knows
         self._layouts: dict[int, tuple[str, ...] | None] = {}  # PID -> its image's layout then
         self._warmed: set[int] = set()  # PIDs whose stack gdb has unwound once
+        self._symbols_warmed = False
         self.torch = views.TorchViews(gdb)
 
     def locate_python(self, pid: int) -> None:
@@ -54,6 +55,14 @@ class StopView:
         if self._runtimes.get(pid) != where:
             self._runtimes[pid] = where
             self._gdb.console(f"mixdbg-python {pid} {where}")
+
+    def warm_symbols(self) -> None:
+        """Once: have gdb expand the debug info of the interpreter's call path, which the
+        first stack or Step Into would otherwise wait for (65 ms). Symbol look-ups only: it
+        works while the program runs, and is paid while it starts."""
+        if not self._symbols_warmed:
+            self._symbols_warmed = True
+            self._gdb.console("mixdbg-warm", SLOW_COMMAND_TIMEOUT)
 
     def warm(self, pid: int) -> None:
         """At the first library load of process ``pid`` that runs Python (an import), have

@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import jsonschema
-
 from mixdbg import attach
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import DapError
@@ -50,6 +48,8 @@ def initialize(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _checked(kind: str, arguments: dict[str, Any]) -> None:
+    import jsonschema  # here: importing it costs every other mixdbg command 40 ms
+
     try:
         jsonschema.validate(arguments, CONFIGURATION[kind])
     except jsonschema.ValidationError as err:

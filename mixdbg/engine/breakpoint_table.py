@@ -36,7 +36,7 @@ class BreakpointTable:
         self.pid = pid
         self.items: dict[int, Breakpoint] = {}
         self.throw_catch: int | None = None  # gdb's C++ throw catchpoint, when asked for
-        self.ops = OperatorBreakpoints(gdb, self._insert, demangle, python, by_address=by_address)
+        self.ops = OperatorBreakpoints(gdb, self._insert, demangle, tree.inferior_of, python, by_address=by_address)
 
     def add(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
         """Create a breakpoint (pending until a library defines it) and report it, now or
@@ -45,7 +45,7 @@ class BreakpointTable:
         runs its debugger's start-up under gdb, and that code is not the user's."""
         attached = self.attached()
         if attached:  # the loaded libraries it can be in that gdb has not read
-            self.solibs.read_unread([spec], KERNEL_LIBRARY.name if spec.is_op else None)
+            self.solibs.read_unread([spec], KERNEL_LIBRARY.name if spec.is_op and self.ops.by_name() else None)
         if spec.is_op:  # bound at once only where gdb is attached and has the symbols
             breakpoint = self.ops.add(spec, enabled, self.pid(), bind_now=attached)
         else:
@@ -58,9 +58,10 @@ class BreakpointTable:
             self.emit(self.event(breakpoint))
         return breakpoint
 
-    def _insert(self, spec: BreakSpec, enabled: bool, location: str | None = None) -> dict[str, Any]:
+    def _insert(self, spec: BreakSpec, enabled: bool, location: str | None = None,
+                inferior: str | None = None) -> dict[str, Any]:
         try:
-            result = self.gdb.command(spec.mi_insert(enabled, location), SLOW_COMMAND_TIMEOUT)
+            result = self.gdb.command(spec.mi_insert(enabled, location, inferior), SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
             raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
         bkpt: dict[str, Any] = result["bkpt"]
@@ -71,6 +72,13 @@ class BreakpointTable:
         breakpoints there."""
         for breakpoint in self.ops.bind(pid, self.items):
             self.emit(self.event(breakpoint))
+
+    def on_console(self, text: str) -> None:
+        """A line of gdb's console stream: gdb's helper may have bound operator kernels in a
+        fork child."""
+        for breakpoint in self.ops.on_console(text, self.items):
+            self.emit(self.event(breakpoint))
+
 
     def enable_all(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up)."""
@@ -118,8 +126,16 @@ class BreakpointTable:
                 for loc in breakpoint.locations
             ]
 
-    def on_modified(self, bkpt: dict[str, Any]) -> None:
-        """gdb re-resolved a breakpoint (a library loaded, a process came or went)."""
+    def on_changed(self, message: str, payload: dict[str, Any]) -> None:
+        """gdb's ``=breakpoint-modified`` (it re-resolved a breakpoint: a library loaded, a
+        process came or went) or ``=breakpoint-deleted`` (it deleted one by itself: the
+        kernels of a process that exec'd)."""
+        if message == "breakpoint-deleted":
+            dropped = self.ops.dropped(int(payload["id"]), self.items)
+            if dropped is not None:
+                self.emit(self.event(dropped))
+            return
+        bkpt = payload["bkpt"]
         number = int(bkpt["number"])
         breakpoint = self.owner(number)
         if breakpoint is None or self.ops.is_catchpoint(number):  # an operator's load catch: no place

@@ -265,6 +265,10 @@ class ProcessTree:
         """The pids of the live, reported processes among gdb's ``inferiors`` ("i2")."""
         return sorted(p.pid for p in self.table.live() if p.inferior in inferiors and not p.quiet)
 
+    def inferior_of(self, pid: int) -> str | None:
+        """The gdb inferior ("i2") of live process ``pid``, if followed."""
+        return next((p.inferior for p in self.table.live() if p.pid == pid), None)
+
     def live_pids(self) -> list[int]:
         """Pids of the processes still followed, children first (the order to let go in)."""
         return [p.pid for p in reversed(self.table.live())]

@@ -158,6 +158,16 @@ def read_schemas(path: Path) -> dict[str, Schema]:
     return {schema.full_name: schema for schema in schemas if schema is not None}
 
 
+def declares_operator(torch_root: Path, name: str) -> bool:
+    """Whether the torch at ``torch_root`` has an operator ``aten::NAME`` (one search of
+    ``native_functions.yaml``: a breakpoint's hint needs no parsed catalogue)."""
+    try:
+        text = (torch_root.parent / SCHEMA_FILE).read_bytes()
+    except OSError:
+        return False
+    return re.search(rb"^- func: " + re.escape(name.encode()) + rb"[.(]", text, re.MULTILINE) is not None
+
+
 def wrapper_names(schema: Schema) -> set[str]:
     """The names torch's code generator gives a kernel wrapper of ``schema`` after
     ``wrapper_<KEY>_``: ``NAME_OVERLOAD`` (structured kernels), ``OVERLOAD_NAME``

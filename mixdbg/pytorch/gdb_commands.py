@@ -9,6 +9,14 @@ shows ``torch.Tensor`` values with the same summary. ``mixdbg-demangle REQUEST``
 C++ names of a list of mangled symbols, as gdb itself demangles them. None calls a function in the
 debuggee: they read memory and registers.
 
+``mixdbg-kernels INFERIOR NUMBER...`` (gdb 15 and later): gdb breakpoints NUMBER... are
+operator kernels bound by address in inferior INFERIOR only. From then on, a fork child of
+that process gets copies of them for itself as gdb creates it, before it runs (same
+addresses: a fork keeps the layout); gdb names each copy in its console stream as
+``mixdbg-kernels-copied PID PARENT_NUMBER:COPY_NUMBER...``, so that mixdbg knows whose they
+are. A process that execs loses them before the new program runs: gdb would set them
+again at the same addresses in a program that has other code there.
+
 Each command reads a JSON request file and writes ``answer.json`` beside it (JsonCommand).
 
 Standard library and ``gdb`` only; Python 3.9-compatible (gdb's Python is not mixdbg's).
@@ -190,6 +198,72 @@ class MixdbgDemangle(JsonCommand):
                           for symbol in request["symbols"]]}
 
 
+#: Per inferior number: the gdb breakpoints of the operator kernels bound in it alone.
+_KERNELS: dict[int, list[int]] = {}
+#: How gdb's console stream names a fork child's copies (see the module doc).
+COPIED = "mixdbg-kernels-copied"
+
+
+def _parent_inferior(pid: int) -> Any:
+    """The inferior of process ``pid``'s parent, if gdb holds it."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+            ppid = next((int(line.split()[1]) for line in status if line.startswith("PPid:")), 0)
+    except (OSError, ValueError):
+        return None
+    return next((inferior for inferior in gdb.inferiors() if ppid and inferior.pid == ppid), None)
+
+
+def _copy_kernels_to_fork_child(event: Any) -> None:
+    """A new thread: if it is a new process whose parent has kernels, give it copies."""
+    inferior = event.inferior_thread.inferior
+    if inferior.num in _KERNELS:
+        return
+    parent = _parent_inferior(inferior.pid)
+    if parent is None or not _KERNELS.get(parent.num):
+        return
+    existing = {breakpoint.number: breakpoint for breakpoint in gdb.breakpoints()}
+    pairs = []
+    for number in _KERNELS[parent.num]:
+        original = existing.get(number)
+        if original is None:
+            continue  # deleted since
+        command = ["-break-insert", "-g", f"i{inferior.num}"] + ([] if original.enabled else ["-d"])
+        if original.condition:
+            command += ["-c", original.condition]
+        created = gdb.execute_mi(*command, original.location)
+        pairs.append((number, int(created["bkpt"]["number"])))
+    _KERNELS[inferior.num] = [copy for _, copy in pairs]
+    gdb.write(f"{COPIED} {inferior.pid} " + " ".join(f"{number}:{copy}" for number, copy in pairs) + "\n")
+
+
+def _drop_kernels_at_exec(event: Any) -> None:
+    """A process runs a new program: delete the kernels bound in its old one."""
+    existing = {breakpoint.number: breakpoint for breakpoint in gdb.breakpoints()}
+    for inferior in gdb.inferiors():
+        if inferior.progspace == event.progspace and inferior.num in _KERNELS:
+            for number in _KERNELS.pop(inferior.num):
+                if number in existing:
+                    existing[number].delete()
+
+
+class MixdbgKernels(gdb.Command):  # type: ignore[misc]
+    """mixdbg-kernels INFERIOR NUMBER...: kernels bound in INFERIOR (see the module doc)."""
+
+    def __init__(self) -> None:
+        super().__init__("mixdbg-kernels", gdb.COMMAND_BREAKPOINTS)
+        self.connected = False
+
+    def invoke(self, argument: str, from_tty: bool) -> None:
+        inferior, *numbers = argument.split()
+        _KERNELS.setdefault(int(inferior), []).extend(int(number) for number in numbers)
+        if not self.connected:
+            gdb.events.new_thread.connect(_copy_kernels_to_fork_child)
+            gdb.events.executable_changed.connect(_drop_kernels_at_exec)
+            self.connected = True
+
+
+MixdbgKernels()
 MixdbgTorchArgs("mixdbg-torch-args")
 MixdbgDemangle("mixdbg-demangle")
 MixdbgTorchSummaries("mixdbg-torch-summaries")

@@ -7,25 +7,30 @@ there, before any of the library's code runs, and ``bind`` inserts the kernels. 
 breakpoints by name would need no catchpoint, but gdb binds them on these long template
 names at about 0.2 s each when torch loads.)
 
-Each kernel is inserted by its C++ name (``--qualified``), which gdb resolves again in
-every process it holds, from that process's own symbols: fork children (DataLoader
-workers) and processes that exec a new interpreter (spawn, torchrun ranks, with their own
-address-space layout) get the kernels where their torch has them, as it loads. Measured
-with gdb 13.1: 8 kernels inserted in 0.08 s once the library is loaded. Two other forms
-fail: a literal ``*ADDRESS`` is re-set at the same address in every process (int3 bytes
-at a random place of an exec'd child: "Cannot insert breakpoint", or worse), and
-``*&'MANGLED'`` is disabled by gdb at the first process where the symbol is missing
-("Error in re-setting breakpoint"). gdb 15's inferior-specific breakpoints are not there
-to help. Names cost more: gdb resolves them again at every later library load (``import
-torch`` under ``-b op:aten::add``, 42 kernels: 4.7 s without, 11.3 s with, measured), so a
-session that follows no child (``by_address``) puts them at their addresses instead
-(0.4 s for the same 42).
+Each kernel is put at its address in each process, found from the library's symbol table
+(``pytorch.catalogue``) and where the process has the library mapped, never from gdb's
+symbols: gdb need not read ``libtorch_cpu.so`` (2.3 s) for the kernels, only if a stop
+shows one of its frames. With gdb 15 or later the breakpoints are specific to the process's
+inferior (``-break-insert -g``): a process that loads torch gets its own, at its own
+addresses (an exec'd child, a spawned worker, a torchrun rank); a fork child (a DataLoader
+worker) gets copies of its parent's as gdb creates it, and a process that execs loses its
+own before the new program runs (gdb's helper: ``mixdbg-kernels`` in ``gdb_commands.py``).
+A literal ``*ADDRESS`` without an inferior would be set at the same address in every
+process, exec'd ones included: int3 bytes at a random place of their code.
+
+gdb before 15 has no such breakpoints. There each kernel is inserted at its address only
+when the session follows no child (``by_address``); otherwise by its C++ name
+(``--qualified``), which gdb resolves in every process from that process's own symbols,
+at about 0.2 s per kernel when torch loads and again at every later library load
+(``import torch`` under ``-b op:aten::add``, 42 kernels: 4.7 s without, 11.3 s with,
+measured on gdb 13.1).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 from typing import Any, Callable
 
 from mixdbg import attach
@@ -37,35 +42,47 @@ from mixdbg.pytorch import catalogue, ops
 log = logging.getLogger(__name__)
 
 #: Inserts a gdb breakpoint for ``spec`` (enabled or not) at an explicit location; returns
-#: MI's ``bkpt`` tuple (the session's own ``-break-insert``).
-Insert = Callable[[BreakSpec, bool, str], dict[str, Any]]
+#: MI's ``bkpt`` tuple (the session's own ``-break-insert``), in one inferior ("i2") if given.
+Insert = Callable[[BreakSpec, bool, str, "str | None"], dict[str, Any]]
 #: The C++ names of mangled symbols, in order (gdb's own demangler: the names it knows).
 Demangle = Callable[[list[str]], list[str]]
+#: The gdb inferior ("i2") of a followed process, by pid.
+InferiorOf = Callable[[int], "str | None"]
+#: The first gdb with inferior-specific breakpoints (``-break-insert -g``).
+PER_PROCESS_GDB = 15
+_COPIED = re.compile(r"^mixdbg-kernels-copied (\d+)((?: \d+:\d+)*)\s*$")
 
 
 class OperatorBreakpoints:
     """The ``op:`` breakpoints of one session and the gdb breakpoints behind them."""
 
-    def __init__(self, gdb: GdbMi, insert: Insert, demangle: Demangle, python: str | None,
-                 by_address: bool) -> None:
+    def __init__(self, gdb: GdbMi, insert: Insert, demangle: Demangle, inferior_of: InferiorOf,
+                 python: str | None, by_address: bool) -> None:
         self._gdb = gdb
         self._by_address = by_address  # only one process, ever: no exec'd child can be traced
         self._insert = insert
+        self._inferior_of = inferior_of
         self._demangle = demangle
         self._python = python  # the debuggee's interpreter: where to look for its torch
+        self._root: Path | None = None  # the debuggee's torch package
         self._catalogue: catalogue.Catalogue | None = None
         self._kernels: dict[int, list[catalogue.Kernel]] = {}  # user breakpoint -> its kernels
         self._owners: dict[int, int] = {}  # gdb number of a kernel breakpoint -> user breakpoint
+        self._pids: dict[int, int] = {}  # gdb number of a kernel breakpoint -> the process it is for
+        self._bound: dict[int, set[int]] = {}  # user breakpoint -> processes its kernels are in
 
     def catalogue(self, pid: int | None) -> catalogue.Catalogue:
         """The operators of the debuggee's torch (the one process ``pid`` loaded, else the
         one its interpreter would import); loaded once (see ``pytorch.catalogue``)."""
         if self._catalogue is None:
-            root = catalogue.torch_root_of_process(pid) if pid else None
-            if root is None:
-                root = catalogue.torch_root_of_interpreter(self._python or attach.default_python())
-            self._catalogue = catalogue.load(root)
+            self._catalogue = catalogue.load(self._torch_root(pid))
         return self._catalogue
+
+    def _torch_root(self, pid: int | None) -> Path:
+        if self._root is None:
+            root = catalogue.torch_root_of_process(pid) if pid else None
+            self._root = root or catalogue.torch_root_of_interpreter(self._python or attach.default_python())
+        return self._root
 
     def add(self, spec: BreakSpec, enabled: bool, pid: int | None, bind_now: bool) -> Breakpoint:
         """A new operator breakpoint: a catchpoint on the kernel library's load, bound at
@@ -88,10 +105,18 @@ class OperatorBreakpoints:
             self._bind_one(breakpoint, pid, enabled)
         return breakpoint
 
+    def per_process(self) -> bool:
+        """Whether kernels are bound per process (gdb 15 and later; see the module doc)."""
+        return self._gdb.major_version() >= PER_PROCESS_GDB
+
+    def by_name(self) -> bool:
+        """Whether kernels are inserted by name (gdb before 15, following children)."""
+        return not self._by_address and not self.per_process()
+
     def kernel_library(self) -> str | None:
-        """The file name of the library the kernels are in, while an operator breakpoint
-        exists (its symbols must be read when it loads), else None."""
-        return catalogue.KERNEL_LIBRARY.name if self._kernels else None
+        """The file name of the library whose symbols gdb must read when it loads: the
+        kernels', while an operator breakpoint inserts them by name; else None."""
+        return catalogue.KERNEL_LIBRARY.name if self._kernels and self.by_name() else None
 
     def is_catchpoint(self, gdb_number: int) -> bool:
         """Whether ``gdb_number`` is the load catchpoint of an operator breakpoint."""
@@ -110,20 +135,62 @@ class OperatorBreakpoints:
 
     def _bind_one(self, breakpoint: Breakpoint, pid: int, enabled: bool) -> bool:
         loaded = catalogue.mapped_library(pid, f"/torch/{catalogue.KERNEL_LIBRARY}")
-        if breakpoint.targets or loaded is None:
+        bound = self._bound.setdefault(breakpoint.number, set())
+        per_process = self.per_process()
+        inferior = self._inferior_of(pid) if per_process else None
+        if loaded is None or pid in bound or (bound and not per_process) or (per_process and inferior is None):
             return False
         kernels = self._kernels[breakpoint.number]
-        if self._by_address:
+        if per_process or self._by_address:
             locations = [f"*{loaded[1] + kernel.address:#x}" for kernel in kernels]
         else:
             locations = [f"'{name}'" for name in self._demangle([kernel.symbol for kernel in kernels])]
+        numbers = []
         for kernel, location in zip(kernels, locations):
-            bkpt = self._insert(breakpoint.spec, enabled, location)
-            gdb_number = int(bkpt["number"])
-            self._owners[gdb_number] = breakpoint.number
-            breakpoint.targets[gdb_number] = kernel.overload
-            breakpoint.set_locations(gdb_number, locations_from_mi(bkpt))
+            bkpt = self._insert(breakpoint.spec, enabled, location, inferior)
+            numbers.append(int(bkpt["number"]))
+            self._add_target(breakpoint, numbers[-1], kernel.overload, pid)
+            breakpoint.set_locations(numbers[-1], locations_from_mi(bkpt))
+        if inferior is not None:
+            self._gdb.console(f"mixdbg-kernels {inferior.lstrip('i')} {' '.join(map(str, numbers))}")
         return True
+
+    def _add_target(self, breakpoint: Breakpoint, gdb_number: int, overload: str, pid: int) -> None:
+        self._owners[gdb_number] = breakpoint.number
+        self._pids[gdb_number] = pid
+        self._bound.setdefault(breakpoint.number, set()).add(pid)
+        breakpoint.targets[gdb_number] = overload
+
+    def on_console(self, text: str, breakpoints: dict[int, Breakpoint]) -> list[Breakpoint]:
+        """gdb's helper gave a fork child copies of its parent's kernels (its console line
+        ``mixdbg-kernels-copied PID PARENT:COPY...``): record them as the parent's are; the
+        breakpoints that changed."""
+        match = _COPIED.match(text.strip())
+        if match is None:
+            return []
+        pid, changed = int(match.group(1)), []
+        for pair in match.group(2).split():
+            original, copy = (int(number) for number in pair.split(":"))
+            breakpoint = breakpoints.get(self._owners.get(original, -1))
+            if breakpoint is not None:
+                self._add_target(breakpoint, copy, breakpoint.targets[original], pid)
+                changed.append(breakpoint)
+        return list({id(b): b for b in changed}.values())
+
+    def dropped(self, gdb_number: int, breakpoints: dict[int, Breakpoint]) -> Breakpoint | None:
+        """gdb deleted kernel breakpoint ``gdb_number`` by itself (its process exec'd): forget
+        it; the process binds again if its new program loads torch. The breakpoint it was
+        part of, if any."""
+        breakpoint = breakpoints.get(self._owners.pop(gdb_number, -1))
+        pid = self._pids.pop(gdb_number, None)
+        if breakpoint is None:
+            return None
+        breakpoint.targets.pop(gdb_number, None)
+        breakpoint.set_locations(gdb_number, [])
+        breakpoint.target_locations.pop(gdb_number, None)
+        if pid is not None and pid not in (self._pids[n] for n in breakpoint.targets if n in self._pids):
+            self._bound.get(breakpoint.number, set()).discard(pid)
+        return breakpoint
 
     def owner(self, gdb_number: int) -> int:
         """The user breakpoint a gdb breakpoint number belongs to (itself if not a kernel's)."""
@@ -136,8 +203,10 @@ class OperatorBreakpoints:
     def forget(self, breakpoint: Breakpoint) -> None:
         """``breakpoint`` was deleted: drop what stood behind it."""
         self._kernels.pop(breakpoint.number, None)
+        self._bound.pop(breakpoint.number, None)
         for gdb_number in breakpoint.targets:
             self._owners.pop(gdb_number, None)
+            self._pids.pop(gdb_number, None)
 
     def argument_names(self, op: str) -> list[str] | None:
         """The parameter names of operator overload ``op`` (from its schema), if known."""
@@ -151,7 +220,8 @@ class OperatorBreakpoints:
         if not spec.location.startswith("at::native::"):
             return None
         try:
-            return ops.native_hint(self.catalogue(pid), spec.location)
+            root = self._torch_root(pid)
         except MixdbgError as err:  # no torch for this interpreter: no hint, the spec stands
             log.info("no operator hint for %s: %s", spec.location, err.message)
             return None
+        return ops.native_hint(spec.location, lambda name: catalogue.declares_operator(root, name))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mixdbg.errors import UsageError
@@ -69,14 +70,15 @@ def resolve(catalogue: Catalogue, text: str) -> list[Kernel]:
     return kernels
 
 
-def native_hint(catalogue: Catalogue, function: str) -> str | None:
-    """For a function spec ``at::native::NAME`` where NAME is an operator: a one-line hint
-    that it is one C++ implementation and ``op:aten::NAME`` stops in every call."""
+def native_hint(function: str, is_operator: Callable[[str], bool]) -> str | None:
+    """For a function spec ``at::native::NAME`` where NAME is an operator (``is_operator``
+    tells): a one-line hint that it is one C++ implementation and ``op:aten::NAME`` stops
+    in every call."""
     prefix = "at::native::"
     if not function.startswith(prefix):
         return None
     name = function[len(prefix):]
-    if not catalogue.overloads(name):
+    if not is_operator(name):
         return None
     return (f"{function} is one C++ implementation of aten::{name} (maybe not the one that runs); "
             f"op:aten::{name} stops in every call of the operator")

@@ -36,7 +36,7 @@ class TorchViews:
         self.gdb = gdb
         self._layout: dict[str, Any] | None = None
         self._problem: str | None = None
-        self._headers: dict[str, list[headers.Declaration]] | None = None
+        self._headers: headers.HeaderIndex | None = None
         self._summarising = False
 
     def layout(self, pid: int, python: str) -> dict[str, Any] | None:
@@ -90,7 +90,9 @@ class TorchViews:
             return None
         if self._headers is None:
             root = catalogue.torch_root_of_process(pid)
-            self._headers = headers.read_index(root) if root is not None else {}
+            if root is None:
+                return None
+            self._headers = headers.HeaderIndex(root)
         return headers.lookup(self._headers, *parsed)
 
     def tensor(self, pid: int, python: str, address: int) -> dict[str, Any]:

@@ -97,8 +97,13 @@ def test_op_spec_syntax() -> None:
             parse_spec(bad)
 
 
-def test_native_function_specs_that_are_operators_get_a_hint() -> None:
-    hint = ops.native_hint(_catalogue(), "at::native::add")
+def test_native_function_specs_that_are_operators_get_a_hint(tmp_path: Path) -> None:
+    torch_root = tmp_path / "site-packages" / "torch"
+    schema_file = torch_root.parent / catalogue.SCHEMA_FILE
+    schema_file.parent.mkdir(parents=True)
+    schema_file.write_text(f"{ADD_TENSOR}\n{ADD_OUT}\n{RANDN}\n  dispatch:\n    CPU: add_kernel\n")
+    hint = ops.native_hint("at::native::add", lambda name: catalogue.declares_operator(torch_root, name))
     assert hint is not None and "op:aten::add" in hint and "\n" not in hint
-    assert ops.native_hint(_catalogue(), "at::native::add_kernel") is None
-    assert ops.native_hint(_catalogue(), "at::add") is None
+    for function in ("at::native::add_kernel", "at::native::ad", "at::add"):
+        assert ops.native_hint(function, lambda name: catalogue.declares_operator(torch_root, name)) is None
+    assert not catalogue.declares_operator(tmp_path / "no-torch", "add")

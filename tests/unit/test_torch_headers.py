@@ -26,7 +26,7 @@ def test_overloads_are_matched_by_demangled_parameter_types(tmp_path: Path) -> N
     ops = tmp_path / "include" / "ATen" / "ops"
     ops.mkdir(parents=True)
     (ops / "randn_native.h").write_text(f"namespace at {{\n{RANDN}\n{RANDN.replace('at::IntArrayRef size, ', 'at::IntArrayRef size, ::std::optional<at::Generator> generator, ')}\n}}\n")
-    index = headers.read_index(tmp_path)
+    index = headers.HeaderIndex(tmp_path)
     plain = ["c10::ArrayRef<long>", "std::optional<c10::ScalarType>", "std::optional<c10::Layout>",
              "std::optional<c10::Device>", "std::optional<bool>"]
     found = headers.lookup(index, "at::native::randn", plain)
@@ -42,3 +42,17 @@ def test_type_spellings_meet() -> None:
     assert headers.type_key("at::IntArrayRef") == headers.type_key("c10::ArrayRef<long>")
     assert headers.type_key("::std::optional<c10::string_view>") == \
         headers.type_key("std::optional<std::basic_string_view<char, std::char_traits<char> > >")
+
+
+def test_a_function_is_looked_up_in_its_own_header_then_everywhere(tmp_path: Path) -> None:
+    ops = tmp_path / "include" / "ATen" / "ops"
+    ops.mkdir(parents=True)
+    (ops / "add_native.h").write_text(ADD_OUT + "\n")
+    (ops / "zeta_native.h").write_text(ADD_OUT.replace("add_Scalar_out", "helper_of_zeta") + "\n")
+    types = ["at::Tensor const&", "c10::Scalar const&", "c10::Scalar const&", "at::Tensor&"]
+    index = headers.HeaderIndex(tmp_path)
+    assert [d.names for d in index.candidates("add_Scalar_out")] == [("self", "other", "alpha", "out")]
+    assert index.candidates("helper_of_zeta") == []
+    found = headers.lookup(index, "at::native::helper_of_zeta", types)
+    assert found is not None and found.returns == "at::Tensor&"
+    assert headers.lookup(index, "at::native::missing", types) is None

@@ -1,0 +1,79 @@
+"""``mixdbg.elfsections`` against pyelftools on real files: the tests' C extension, libc,
+the interpreters and their libpython, and a file that is not ELF."""
+
+from __future__ import annotations
+
+import ctypes.util
+import glob
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from conftest import CExtension
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from mixdbg.elfsections import (
+    SHT_NOBITS,
+    ElfFormatError,
+    dynamic_symbols,
+    first_load_bias,
+    is_relocated,
+    read_sections,
+)
+
+
+def _libc() -> Path:
+    name = ctypes.util.find_library("c") or "libc.so.6"
+    for directory in ("/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64"):
+        if os.path.exists(os.path.join(directory, name)):
+            return Path(directory, name)
+    pytest.skip("libc not found")
+
+
+def _pyelftools_view(path: Path) -> dict[str, tuple[int, int]]:
+    with path.open("rb") as stream:
+        return {section.name: (section["sh_offset"], section["sh_size"])
+                for section in ELFFile(stream).iter_sections() if section.name}
+
+
+@pytest.mark.parametrize("which", ["extension", "libc", "interpreter"])
+def test_sections_are_those_pyelftools_reads(which: str, cext: CExtension) -> None:
+    path = {"extension": lambda: cext.library, "libc": _libc,
+            "interpreter": lambda: Path(os.path.realpath(sys.executable))}[which]()
+    with path.open("rb") as stream:
+        ours = read_sections(stream)
+    theirs = _pyelftools_view(path)
+    assert {name: (s.offset, s.size) for name, s in ours.items()} == theirs
+    assert ".text" in ours and ours[".bss"].type == SHT_NOBITS
+
+
+def test_a_file_that_is_not_elf_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "lib.so"
+    path.write_bytes(b"not even ELF, but long enough to hold a header " * 2)
+    with path.open("rb") as stream, pytest.raises(ElfFormatError):
+        read_sections(stream)
+
+
+def _interpreter_files() -> list[str]:
+    library = os.path.join(sysconfig.get_config_var("LIBDIR") or "", sysconfig.get_config_var("LDLIBRARY") or "-")
+    files = [os.path.realpath(sys.executable), library, "/usr/bin/python3.11", *glob.glob("/usr/lib/*/libpython3*.so.1.0")]
+    return [path for path in dict.fromkeys(files) if os.path.isfile(path)]
+
+
+@pytest.mark.parametrize("path", _interpreter_files())
+def test_an_interpreters_runtime_symbols_and_load_bias_are_those_pyelftools_reads(path: str) -> None:
+    names = ("_PyRuntime", "Py_Version", "PyObject_GetAttr", "no_such_symbol")
+    with open(path, "rb") as stream:
+        elf = ELFFile(stream)
+        table = elf.get_section_by_name(".dynsym")
+        assert isinstance(table, SymbolTableSection)
+        expected = {name: found[0]["st_value"] for name in names
+                    if (found := table.get_symbol_by_name(name)) and found[0]["st_shndx"] != "SHN_UNDEF"}
+        loads = [segment for segment in elf.iter_segments() if segment["p_type"] == "PT_LOAD"]
+        bias = min(segment["p_vaddr"] - segment["p_offset"] for segment in loads)
+        relocated = elf["e_type"] == "ET_DYN"
+        assert (dynamic_symbols(stream, names), first_load_bias(stream), is_relocated(stream)) == \
+            (expected, bias, relocated)
