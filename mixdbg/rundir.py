@@ -1,5 +1,6 @@
-"""The per-user private directory that holds mixdbg's sockets (live-session control,
-the Python agents'): created 0700, and refused when anyone else could have made it."""
+"""mixdbg's per-user directories: the private one that holds its sockets (live-session
+control, the Python agents'), created 0700 and refused when anyone else could have made
+it; and its cache (facts about files, kept by their identity)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,9 @@ def runtime_dir(create: bool = False) -> Path:
             "refusing to use it for session sockets",
             hint="it must be yours and mode 700; remove it if you do not know who made it")
     return path
+
+
+def cache_directory() -> Path:
+    """mixdbg's cache: ``$XDG_CACHE_HOME/mixdbg`` (default ``~/.cache/mixdbg``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mixdbg"

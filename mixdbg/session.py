@@ -146,8 +146,7 @@ class Session:
         for pattern in SKIPPED_SOURCES:
             self.gdb.console(f"skip -gfile {pattern}")
         if self.hub is not None:  # the agents' trap: every Python stop is this breakpoint's hit
-            result = self.gdb.command(f"-break-insert -f {agents.TRAP_FUNCTION}")
-            self._trap = int(result["bkpt"]["number"])
+            self._trap = self.table.insert_trap(agents.TRAP_FUNCTION)
 
     def attach(self, pid: int, child: attach.Debuggee | None = None) -> None:
         """Attach gdb to ``pid``; on refusal raise the precise cause from the ptrace module.
@@ -166,9 +165,9 @@ class Session:
         except GdbCommandError as err:
             raise ptrace.explain_attach_failure(err.gdb_message, pid) from err
         self._pump_until(lambda: self.state == "stopped", SLOW_COMMAND_TIMEOUT, "the attach")
-        if child is not None:
+        if child is not None:  # its libraries that can hold a breakpoint now, the others in run
             self.resume()
-            self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
+            self.table.read_libraries()
         self.view.locate_python(pid)
         self.table.ops.bind(pid, self.table.items)  # a process that has torch already (attach)
         if child is None:
@@ -188,7 +187,7 @@ class Session:
         """Enable every breakpoint (inserted disabled while the debuggee started up), read
         the symbols its start-up needed, and follow the debuggee's children from now on."""
         self.table.enable_all()
-        self.gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)  # those debugpy's start loaded
+        self.table.read_libraries()  # those debugpy's start loaded
         self.solibs.configure()
         self.tree.start_following()
 
@@ -260,7 +259,9 @@ class Session:
 
     def run(self) -> int:
         """Process records and actions until the session ends; return the exit code."""
-        self.view.warm_symbols()  # while the program starts, or the editor configures it
+        if self._child is not None:  # while the program starts, or the editor configures it
+            self.solibs.read_all()
+        self.view.warm_symbols()
         try:
             while True:
                 try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
+from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi, parse_spec
 from mixdbg.errors import UsageError
 from mixdbg.events import BreakpointChanged, Event, Notice
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
@@ -36,6 +36,7 @@ class BreakpointTable:
         self.pid = pid
         self.items: dict[int, Breakpoint] = {}
         self.throw_catch: int | None = None  # gdb's C++ throw catchpoint, when asked for
+        self._trap_specs: list[BreakSpec] = []
         self.ops = OperatorBreakpoints(gdb, self._insert, demangle, tree.inferior_of, python, by_address=by_address)
 
     def add(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
@@ -57,6 +58,17 @@ class BreakpointTable:
         if announce:
             self.emit(self.event(breakpoint))
         return breakpoint
+
+    def insert_trap(self, function: str) -> int:
+        """Insert the Python agents' trap (every Python stop is its hit); its gdb number.
+        Its library's symbols are read as a breakpoint's are."""
+        self._trap_specs.append(parse_spec(function))
+        return int(self.gdb.command(f"-break-insert -f {function}")["bkpt"]["number"])
+
+    def read_libraries(self) -> None:
+        """Have gdb read the symbols of the loaded libraries a breakpoint (or the trap) can
+        be in, and of no other."""
+        self.solibs.read_unread([b.spec for b in self.items.values()] + self._trap_specs, self.ops.kernel_library())
 
     def _insert(self, spec: BreakSpec, enabled: bool, location: str | None = None,
                 inferior: str | None = None) -> dict[str, Any]:

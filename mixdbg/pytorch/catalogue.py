@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import struct
 import subprocess
@@ -36,6 +35,7 @@ from elftools.elf.elffile import ELFFile
 
 from mixdbg import debuginfo
 from mixdbg.errors import DataError, NotFoundError
+from mixdbg.rundir import cache_directory
 
 log = logging.getLogger(__name__)
 
@@ -239,12 +239,6 @@ def match_kernels(schemas: dict[str, Schema], functors: Iterable[Functor], addre
         if overload is not None and address is not None:
             found.setdefault(overload, []).append(Kernel(overload, key, functor.symbol, functor.boxed, address))
     return {name: tuple(kernels) for name, kernels in found.items()}
-
-
-def cache_directory() -> Path:
-    """mixdbg's cache: ``$XDG_CACHE_HOME/mixdbg`` (default ``~/.cache/mixdbg``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mixdbg"
 
 
 def _cached_kernels(library: Path, schemas: dict[str, Schema]) -> dict[str, tuple[Kernel, ...]]:

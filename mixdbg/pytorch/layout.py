@@ -19,7 +19,8 @@ from typing import Any
 
 from mixdbg import debuginfo
 from mixdbg.errors import DataError, MixdbgError, NotFoundError
-from mixdbg.pytorch.catalogue import cache_directory, mapped_library
+from mixdbg.pytorch.catalogue import mapped_library
+from mixdbg.rundir import cache_directory
 
 log = logging.getLogger(__name__)
 

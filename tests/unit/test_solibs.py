@@ -70,3 +70,22 @@ def test_addresses_and_unknown_files_are_left_to_gdb(tmp_path: Path) -> None:
 def test_loaded_libraries_of_a_solib_event() -> None:
     assert added_libraries({"added": ["/a.so", {"target-name": "/b.so"}, {}]}) == ["/a.so", "/b.so"]
     assert added_libraries({}) == []
+
+
+def test_which_names_a_library_holds_is_kept_for_later_sessions(cext: CExtension, tmp_path: Path) -> None:
+    library, cache = tmp_path / cext.library.name, tmp_path / "cache" / "names.json"
+    shutil.copy(cext.library, library)
+    first = LibraryFacts(cache)
+    assert first.defines(str(library), b"native_step") and not first.defines(str(library), b"no_such_name")
+    first.save()
+    # The file's bytes change but not its identity (same inode, size and mtime): a later
+    # session answers from the cache, without reading the file
+    stat = library.stat()
+    data = library.read_bytes()
+    library.write_bytes(data.replace(b"native_step", b"native_stop"))
+    os.utime(library, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert LibraryFacts(cache).defines(str(library), b"native_step")
+    # A new mtime is a new file: read again
+    os.utime(library, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert not LibraryFacts(cache).defines(str(library), b"native_step")
+    assert LibraryFacts(None).defines(str(library), b"native_stop")
