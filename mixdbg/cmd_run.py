@@ -7,7 +7,7 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 from mixdbg import argtypes, attach, control, gdbpath, launch_gen
 from mixdbg.breakpoints import BreakSpec, parse_spec
-from mixdbg.errors import MixdbgError, UsageError
+from mixdbg.errors import UsageError
 from mixdbg.events import Exited, SessionStarted
 from mixdbg.output import Output
 from mixdbg.proctree import FOLLOW_MODES, FOLLOW_NONE, FOLLOW_PYTHON
@@ -173,7 +173,8 @@ def _run(args: argparse.Namespace) -> int:
         )))
 
     try:
-        with _session(args, output, specs, enabled=False, python=args.python, while_gdb_boots=launch) as session:
+        with _session(args, output, specs, enabled=False, python=args.python, while_gdb_boots=launch,
+                      held=launched) as session:
             debuggee = launched[0]
             output.progress(f"started {target.name} under debugpy on {args.host}:{args.port}; "
                             f"attaching gdb to PID {debuggee.pid}")
@@ -189,10 +190,6 @@ def _run(args: argparse.Namespace) -> int:
             return _go(session, started, output, release=debuggee.release, waiting=args.wait_for_client)
     except SessionEnded as end:  # a signal's detach while the session started
         return end.code
-    except MixdbgError:  # gdb or a breakpoint failed before the gate: the script never runs
-        for debuggee in launched:
-            debuggee.discard()
-        raise
 
 
 def _run_for_vscode(args: argparse.Namespace, target: attach.Target, output: Output) -> int:
@@ -258,10 +255,12 @@ def _attach(args: argparse.Namespace) -> int:
 @contextmanager
 def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
              enabled: bool, python: str, pid: int | None = None,
-             while_gdb_boots: Callable[[], None] | None = None) -> Iterator[Session]:
+             while_gdb_boots: Callable[[], None] | None = None,
+             held: Sequence[attach.Debuggee] = ()) -> Iterator[Session]:
     """A session with gdb started and the ``-b`` breakpoints inserted, closed on every way
     out. A signal's detach while it starts (before the session loop) raises SessionEnded
-    out of the block."""
+    out of the block. A failure ends the debuggees still ``held`` at their gate (they never
+    ran a line), before the close would let them run undebugged."""
     interactive = _interactive(args)
     fallback = gdbpath.choose(args.gdb).fallback_line()
     if fallback is not None:
@@ -275,6 +274,12 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
             for spec in specs:
                 session.table.add(spec, announce=False, enabled=enabled)
             yield session
+        except SessionEnded:
+            raise
+        except BaseException:
+            for debuggee in held:
+                debuggee.discard()
+            raise
         finally:
             session.close()
 

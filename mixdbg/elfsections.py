@@ -54,6 +54,8 @@ def _header(stream: BinaryIO) -> _Header:
             or ident[5] not in (_LITTLE, _BIG):
         raise ElfFormatError("not an ELF file")
     order, wide = ("<" if ident[5] == _LITTLE else ">"), ident[4] == _CLASS_64
+    if wide and len(ident) < 64:
+        raise ElfFormatError("truncated ELF header")
     e_type, = struct.unpack_from(order + "H", ident, 16)
     if wide:
         phoff, shoff = struct.unpack_from(order + "QQ", ident, 0x20)
@@ -129,7 +131,8 @@ def dynamic_symbols(stream: BinaryIO, names: Iterable[str]) -> dict[str, int]:
     # name, value, shndx in the field orders of Elf64_Sym and Elf32_Sym
     symbol = struct.Struct(header.order + ("IBBHQQ" if header.wide else "IIIBBH"))
     stream.seek(table.offset)
-    data = stream.read(table.size - table.size % symbol.size)
+    data = stream.read(table.size)
+    data = data[:len(data) - len(data) % symbol.size]  # a truncated file: the whole entries
     found = {}
     for fields in symbol.iter_unpack(data):
         name_offset, value, section = (fields[0], fields[4], fields[3]) if header.wide else fields[:2] + (fields[5],)

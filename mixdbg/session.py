@@ -259,10 +259,10 @@ class Session:
 
     def run(self) -> int:
         """Process records and actions until the session ends; return the exit code."""
-        if self._child is not None:  # while the program starts, or the editor configures it
-            self.solibs.read_all()
-        self.view.warm_symbols()
         try:
+            if self._child is not None:  # while the program starts, or the editor configures it
+                self.solibs.read_all()
+            self.view.warm_symbols()
             while True:
                 try:
                     self.handle(self.queue.get(timeout=IDLE if self.state == "stopped" else RECONCILE_INTERVAL))

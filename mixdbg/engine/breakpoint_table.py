@@ -48,7 +48,9 @@ class BreakpointTable:
         if attached:  # the loaded libraries it can be in that gdb has not read
             self.solibs.read_unread([spec], KERNEL_LIBRARY.name if spec.is_op and self.ops.by_name() else None)
         if spec.is_op:  # bound at once only where gdb is attached and has the symbols
-            breakpoint = self.ops.add(spec, enabled, self.pid(), bind_now=attached)
+            root = self.pid()
+            pids = list(dict.fromkeys(([root] if root is not None else []) + self.tree.live_pids()))
+            breakpoint = self.ops.add(spec, enabled, pids, bind_now=attached)
         else:
             bkpt = self._insert(spec, enabled)
             breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))

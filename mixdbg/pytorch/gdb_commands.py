@@ -13,8 +13,8 @@ debuggee: they read memory and registers.
 operator kernels bound by address in inferior INFERIOR only. From then on, a fork child of
 that process gets copies of them for itself as gdb creates it, before it runs (same
 addresses: a fork keeps the layout); gdb names each copy in its console stream as
-``mixdbg-kernels-copied PID PARENT_NUMBER:COPY_NUMBER...``, so that mixdbg knows whose they
-are. A process that execs loses them before the new program runs: gdb would set them
+``mixdbg-kernels-copied INFERIOR PARENT_NUMBER:COPY_NUMBER...``, so that mixdbg knows whose
+they are. A process that execs loses them before the new program runs: gdb would set them
 again at the same addresses in a program that has other code there.
 
 Each command reads a JSON request file and writes ``answer.json`` beside it (JsonCommand).
@@ -200,6 +200,9 @@ class MixdbgDemangle(JsonCommand):
 
 #: Per inferior number: the gdb breakpoints of the operator kernels bound in it alone.
 _KERNELS: dict[int, list[int]] = {}
+#: Inferiors whose first thread has been seen: only a process seen first after its parent
+#: bound kernels is a fork of that parent with them (an exec'd program's threads come later).
+_SEEN: set[int] = set()
 #: How gdb's console stream names a fork child's copies (see the module doc).
 COPIED = "mixdbg-kernels-copied"
 
@@ -215,26 +218,31 @@ def _parent_inferior(pid: int) -> Any:
 
 
 def _copy_kernels_to_fork_child(event: Any) -> None:
-    """A new thread: if it is a new process whose parent has kernels, give it copies."""
+    """A new thread: if it is the first of a new process forked from one with kernels
+    (not a vfork child, which shares its parent's memory until it execs), give it copies."""
     inferior = event.inferior_thread.inferior
-    if inferior.num in _KERNELS:
+    if inferior.num in _SEEN:
         return
+    _SEEN.add(inferior.num)
     parent = _parent_inferior(inferior.pid)
-    if parent is None or not _KERNELS.get(parent.num):
+    if parent is None or not _KERNELS.get(parent.num) or parent.progspace == inferior.progspace:
         return
     existing = {breakpoint.number: breakpoint for breakpoint in gdb.breakpoints()}
-    pairs = []
-    for number in _KERNELS[parent.num]:
-        original = existing.get(number)
-        if original is None:
-            continue  # deleted since
-        command = ["-break-insert", "-g", f"i{inferior.num}"] + ([] if original.enabled else ["-d"])
-        if original.condition:
-            command += ["-c", original.condition]
-        created = gdb.execute_mi(*command, original.location)
-        pairs.append((number, int(created["bkpt"]["number"])))
-    _KERNELS[inferior.num] = [copy for _, copy in pairs]
-    gdb.write(f"{COPIED} {inferior.pid} " + " ".join(f"{number}:{copy}" for number, copy in pairs) + "\n")
+    pairs: list[tuple[int, int]] = []
+    _KERNELS[inferior.num] = []
+    try:
+        for number in _KERNELS[parent.num]:
+            original = existing.get(number)
+            if original is None:
+                continue  # deleted since
+            command = ["-break-insert", "-g", f"i{inferior.num}"] + ([] if original.enabled else ["-d"])
+            if original.condition:
+                command += ["-c", original.condition]
+            created = int(gdb.execute_mi(*command, original.location)["bkpt"]["number"])
+            _KERNELS[inferior.num].append(created)  # dropped at an exec even if a later one fails
+            pairs.append((number, created))
+    finally:
+        gdb.write(f"{COPIED} {inferior.num} " + " ".join(f"{number}:{copy}" for number, copy in pairs) + "\n")
 
 
 def _drop_kernels_at_exec(event: Any) -> None:
@@ -258,6 +266,7 @@ class MixdbgKernels(gdb.Command):  # type: ignore[misc]
         inferior, *numbers = argument.split()
         _KERNELS.setdefault(int(inferior), []).extend(int(number) for number in numbers)
         if not self.connected:
+            _SEEN.update(known.num for known in gdb.inferiors())  # none of them is a new fork
             gdb.events.new_thread.connect(_copy_kernels_to_fork_child)
             gdb.events.executable_changed.connect(_drop_kernels_at_exec)
             self.connected = True

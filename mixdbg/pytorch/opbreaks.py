@@ -50,6 +50,8 @@ Demangle = Callable[[list[str]], list[str]]
 InferiorOf = Callable[[int], "str | None"]
 #: The first gdb with inferior-specific breakpoints (``-break-insert -g``).
 PER_PROCESS_GDB = 15
+#: Where kernels are bound when gdb has no per-process breakpoints: once, for every process.
+ANY_PROCESS = "*"
 _COPIED = re.compile(r"^mixdbg-kernels-copied (\d+)((?: \d+:\d+)*)\s*$")
 
 
@@ -68,8 +70,8 @@ class OperatorBreakpoints:
         self._catalogue: catalogue.Catalogue | None = None
         self._kernels: dict[int, list[catalogue.Kernel]] = {}  # user breakpoint -> its kernels
         self._owners: dict[int, int] = {}  # gdb number of a kernel breakpoint -> user breakpoint
-        self._pids: dict[int, int] = {}  # gdb number of a kernel breakpoint -> the process it is for
-        self._bound: dict[int, set[int]] = {}  # user breakpoint -> processes its kernels are in
+        self._homes: dict[int, str] = {}  # gdb number of a kernel breakpoint -> its inferior ("i2")
+        self._bound: dict[int, set[str]] = {}  # user breakpoint -> inferiors its kernels are in
 
     def catalogue(self, pid: int | None) -> catalogue.Catalogue:
         """The operators of the debuggee's torch (the one process ``pid`` loaded, else the
@@ -84,11 +86,11 @@ class OperatorBreakpoints:
             self._root = root or catalogue.torch_root_of_interpreter(self._python or attach.default_python())
         return self._root
 
-    def add(self, spec: BreakSpec, enabled: bool, pid: int | None, bind_now: bool) -> Breakpoint:
+    def add(self, spec: BreakSpec, enabled: bool, pids: list[int], bind_now: bool) -> Breakpoint:
         """A new operator breakpoint: a catchpoint on the kernel library's load, bound at
-        once (``bind_now``: gdb is attached to ``pid``) when that process already has the
-        library."""
-        found = self.catalogue(pid)
+        once (``bind_now``: gdb is attached to ``pids``, the debuggee first) in each of
+        those processes that already has the library."""
+        found = self.catalogue(pids[0] if pids else None)
         kernels = ops.resolve(found, spec.location)
         library = re.escape(found.library.name)
         try:
@@ -101,7 +103,7 @@ class OperatorBreakpoints:
             keys = breakpoint.kernels.setdefault(kernel.overload, [])
             if kernel.dispatch_key not in keys:
                 keys.append(kernel.dispatch_key)
-        if pid is not None and bind_now:
+        for pid in pids if bind_now else []:
             self._bind_one(breakpoint, pid, enabled)
         return breakpoint
 
@@ -137,59 +139,69 @@ class OperatorBreakpoints:
         loaded = catalogue.mapped_library(pid, f"/torch/{catalogue.KERNEL_LIBRARY}")
         bound = self._bound.setdefault(breakpoint.number, set())
         per_process = self.per_process()
-        inferior = self._inferior_of(pid) if per_process else None
-        if loaded is None or pid in bound or (bound and not per_process) or (per_process and inferior is None):
+        home = self._inferior_of(pid) if per_process else ANY_PROCESS  # where its kernels are bound
+        if loaded is None or home is None or home in bound:
             return False
         kernels = self._kernels[breakpoint.number]
         if per_process or self._by_address:
             locations = [f"*{loaded[1] + kernel.address:#x}" for kernel in kernels]
         else:
             locations = [f"'{name}'" for name in self._demangle([kernel.symbol for kernel in kernels])]
-        numbers = []
-        for kernel, location in zip(kernels, locations):
-            bkpt = self._insert(breakpoint.spec, enabled, location, inferior)
-            numbers.append(int(bkpt["number"]))
-            self._add_target(breakpoint, numbers[-1], kernel.overload, pid)
-            breakpoint.set_locations(numbers[-1], locations_from_mi(bkpt))
-        if inferior is not None:
-            self._gdb.console(f"mixdbg-kernels {inferior.lstrip('i')} {' '.join(map(str, numbers))}")
+        numbers: list[int] = []
+        try:
+            for kernel, location in zip(kernels, locations):
+                bkpt = self._insert(breakpoint.spec, enabled, location, home if per_process else None)
+                numbers.append(int(bkpt["number"]))
+                self._add_target(breakpoint, numbers[-1], kernel.overload, home)
+                breakpoint.set_locations(numbers[-1], locations_from_mi(bkpt))
+        finally:  # those inserted must be dropped at an exec, even if a later one failed
+            if per_process and numbers:
+                self._gdb.console(f"mixdbg-kernels {home.lstrip('i')} {' '.join(map(str, numbers))}")
         return True
 
-    def _add_target(self, breakpoint: Breakpoint, gdb_number: int, overload: str, pid: int) -> None:
+    def _add_target(self, breakpoint: Breakpoint, gdb_number: int, overload: str, home: str) -> None:
         self._owners[gdb_number] = breakpoint.number
-        self._pids[gdb_number] = pid
-        self._bound.setdefault(breakpoint.number, set()).add(pid)
+        self._homes[gdb_number] = home
+        self._bound.setdefault(breakpoint.number, set()).add(home)
         breakpoint.targets[gdb_number] = overload
 
     def on_console(self, text: str, breakpoints: dict[int, Breakpoint]) -> list[Breakpoint]:
         """gdb's helper gave a fork child copies of its parent's kernels (its console line
-        ``mixdbg-kernels-copied PID PARENT:COPY...``): record them as the parent's are; the
-        breakpoints that changed."""
+        ``mixdbg-kernels-copied INFERIOR PARENT:COPY...``): record them as the parent's are
+        (or delete them: the breakpoint was deleted meanwhile); the breakpoints that changed."""
         match = _COPIED.match(text.strip())
         if match is None:
             return []
-        pid, changed = int(match.group(1)), []
+        home = f"i{match.group(1)}"
+        changed: list[Breakpoint] = []
+        orphans: list[int] = []
         for pair in match.group(2).split():
             original, copy = (int(number) for number in pair.split(":"))
             breakpoint = breakpoints.get(self._owners.get(original, -1))
-            if breakpoint is not None:
-                self._add_target(breakpoint, copy, breakpoint.targets[original], pid)
+            if breakpoint is None:
+                orphans.append(copy)
+                continue
+            self._add_target(breakpoint, copy, breakpoint.targets[original], home)
+            breakpoint.set_locations(copy, breakpoint.target_locations.get(original, []))
+            if all(known is not breakpoint for known in changed):
                 changed.append(breakpoint)
-        return list({id(b): b for b in changed}.values())
+        if orphans:
+            self._gdb.command("-break-delete " + " ".join(map(str, orphans)))
+        return changed
 
     def dropped(self, gdb_number: int, breakpoints: dict[int, Breakpoint]) -> Breakpoint | None:
         """gdb deleted kernel breakpoint ``gdb_number`` by itself (its process exec'd): forget
         it; the process binds again if its new program loads torch. The breakpoint it was
         part of, if any."""
         breakpoint = breakpoints.get(self._owners.pop(gdb_number, -1))
-        pid = self._pids.pop(gdb_number, None)
+        home = self._homes.pop(gdb_number, None)
         if breakpoint is None:
             return None
         breakpoint.targets.pop(gdb_number, None)
         breakpoint.set_locations(gdb_number, [])
         breakpoint.target_locations.pop(gdb_number, None)
-        if pid is not None and pid not in (self._pids[n] for n in breakpoint.targets if n in self._pids):
-            self._bound.get(breakpoint.number, set()).discard(pid)
+        if home is not None and home not in (self._homes.get(n) for n in breakpoint.targets):
+            self._bound.get(breakpoint.number, set()).discard(home)
         return breakpoint
 
     def owner(self, gdb_number: int) -> int:
@@ -206,7 +218,7 @@ class OperatorBreakpoints:
         self._bound.pop(breakpoint.number, None)
         for gdb_number in breakpoint.targets:
             self._owners.pop(gdb_number, None)
-            self._pids.pop(gdb_number, None)
+            self._homes.pop(gdb_number, None)
 
     def argument_names(self, op: str) -> list[str] | None:
         """The parameter names of operator overload ``op`` (from its schema), if known."""

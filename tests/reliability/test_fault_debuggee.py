@@ -8,6 +8,7 @@ error code), never kills or freezes it, and leaves nothing behind.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +35,24 @@ def test_debuggee_exits_before_gdb_attaches(cext: CExtension, tmp_path: Path) ->
     assert result.returncode == 69, result.stderr
     assert "Traceback" not in result.stderr
     assert "mixdbg: the debuggee exited before debugpy started (exit code 5)" in result.stderr.splitlines()
+
+
+def test_a_held_script_gdb_cannot_attach_to_is_never_run(tmp_path: Path) -> None:
+    # Given an interpreter that runs under strace: another tracer holds the debuggee, so
+    # gdb's attach is refused while the script waits at its gate
+    strace = shutil.which("strace") or pytest.skip("strace is not installed")
+    python = tmp_path / "python-under-strace"
+    python.write_text(f'#!/bin/sh\nexec {strace} -f -qq -o /dev/null {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    script = write_script(tmp_path, "open('ran', 'w').close()\n")
+    # When mixdbg runs it
+    result = run_mixdbg(["run", "--port", "0", "--python", str(python), str(script)], cwd=tmp_path)
+    # Then mixdbg says why, and the script never ran (not released to run undebugged; here
+    # strace outlives mixdbg's end of it, so the script's bootstrap says so too)
+    time.sleep(1.0)  # what a released script would have had to start
+    assert result.returncode == 77 and "mixdbg: cannot attach to process" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "ran").exists()
 
 
 @pytest.mark.parametrize("ending, code", [

@@ -50,9 +50,11 @@ def test_sections_are_those_pyelftools_reads(which: str, cext: CExtension) -> No
     assert ".text" in ours and ours[".bss"].type == SHT_NOBITS
 
 
-def test_a_file_that_is_not_elf_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("content", [b"not even ELF, but long enough to hold a header " * 2,
+                                     b"\x7fELF\x02\x01" + b"\0" * 50])  # a 64-bit header cut short
+def test_a_file_that_is_not_elf_is_refused(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "lib.so"
-    path.write_bytes(b"not even ELF, but long enough to hold a header " * 2)
+    path.write_bytes(content)
     with path.open("rb") as stream, pytest.raises(ElfFormatError):
         read_sections(stream)
 
