@@ -12,6 +12,12 @@ breakpoint could be in, from their ELF string tables (a name's last component, e
 ``randn`` for ``at::native::randn``, must occur there; ``FILE:LINE`` needs DWARF), and
 only those are read. A library that is read re-resolves the breakpoints, as before.
 
+A launched program's libraries loaded before its first line (the interpreter's) are read
+the same way before the gate opens, and all the others once the session loop starts, while
+the program runs (``read_all``): a stack or a step may need them, no breakpoint can. Which
+names a library holds is kept across sessions (``LibraryFacts``), keyed by the file's
+identity.
+
 A fork child is the exception: gdb looks for its libraries once, as it creates it, and
 reads them only under ``auto-solib-add on``; gdb's helper turns that on as the inferior is
 added (``mixdbg-fork-symbols``), and ``on_load`` turns it off again. gdb 13 keeps reading
