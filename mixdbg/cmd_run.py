@@ -187,7 +187,7 @@ def _run(args: argparse.Namespace) -> int:
                 python=debuggee.python, target=" ".join((target.name, *target.args)),
                 gdb_pid=session.gdb.pid, how="launched", ptracer=debuggee.ptracer,
                 function_calls=session.call_safety.allowed)
-            return _go(session, started, output, release=debuggee.release, waiting=args.wait_for_client)
+            return _go(session, started, output, release=session.release, waiting=args.wait_for_client)
     except SessionEnded as end:  # a signal's detach while the session started
         return end.code
 

@@ -99,9 +99,9 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
     elif verb in ("up", "down", "frame", "f"):
         _select_frame(session, verb, rest)
     elif verb in ("bt", "backtrace") and rest == "all":
-        print("\n".join(format_threads(session.mixed_stack(all_threads=True))), flush=True)
+        print("\n".join(format_threads(session.inspect.stopped_stack(all_threads=True))), flush=True)
     elif verb in ("bt", "backtrace"):
-        print("\n".join(format_stack(session.mixed_stack(), collapse_interpreter=False)), flush=True)
+        print("\n".join(format_stack(session.inspect.stopped_stack(), collapse_interpreter=False)), flush=True)
     elif verb == "locals":
         _locals(session, rest)
     elif verb in ("p", "print"):
@@ -197,7 +197,7 @@ def _locals(session: Session, text: str) -> None:
 def _args(session: Session) -> None:
     """Print the innermost frame's arguments, decoded from registers and memory."""
     op = session.last_stop.op if session.last_stop is not None else None
-    decoded = session.native_arguments(session.mixed_stack(), op)
+    decoded = session.native_arguments(session.inspect.stopped_stack(), op)
     if decoded is None:
         print("no tensor, list or scalar parameters in this frame's signature", flush=True)
         return
@@ -210,7 +210,7 @@ def _tensor(session: Session, text: str) -> None:
         address = int(text, 0)
     except ValueError:
         raise UsageError(f"expected an address (tensor 0x7f...), got {text!r}") from None
-    found = session.tensor_at(address)
+    found = session.inspect.tensor_at(address)
     print(describe(found["tensor"]) if "tensor" in found else found["error"], flush=True)
 
 

@@ -119,6 +119,7 @@ class Session:
                                lambda command: self.python.tell(self.stop, command), self.python.alive,
                                self.solibs.read)
         self._reply: dict[str, Any] | None = None
+        self._released = False  # the gate just opened: see release
         self._deferred: list[Action] = []
 
     @property
@@ -191,6 +192,13 @@ class Session:
         self.solibs.configure()
         self.tree.start_following()
 
+    def release(self) -> None:
+        """Open the launched program's gate: its script starts, and the loop then has gdb
+        read the libraries no breakpoint needs and expand CPython's call path."""
+        if self._child is not None:
+            self._child.release()
+            self._released = True
+
     def announce_breakpoints(self) -> None:
         """Report every breakpoint's current state, and the debuggee as the first process
         when children are followed (used once the session is known)."""
@@ -260,10 +268,11 @@ class Session:
     def run(self) -> int:
         """Process records and actions until the session ends; return the exit code."""
         try:
-            if self._child is not None:  # while the program starts, or the editor configures it
-                self.solibs.read_all()
-            self.view.warm_symbols()
             while True:
+                if self._released:  # what no breakpoint needs, read while the program starts
+                    self._released = False
+                    self.solibs.read_all()
+                    self.view.warm_symbols()
                 try:
                     self.handle(self.queue.get(timeout=IDLE if self.state == "stopped" else RECONCILE_INTERVAL))
                 except queue.Empty:  # at a stop, what a Step Into would wait for is prepared while idle
@@ -472,21 +481,10 @@ class Session:
         if self.auto_continue:
             self.resume()
 
-    def mixed_stack(self, all_threads: bool = False) -> stack.MixedStack:
-        """The stopped thread's mixed Python + native stack (every thread's with
-        ``all_threads``; see ``stopview``)."""
-        self._require_stopped("stacks")
-        return self.view.mixed_stack(all_threads)
-
     def native_arguments(self, stack_now: stack.MixedStack, op: str | None = None) -> list[dict[str, Any]] | None:
         """The innermost frame's tensor, list and scalar arguments, named after operator
         ``op``'s schema when it is an operator's kernel (see ``stopview``)."""
         return self.view.native_arguments(stack_now, self.table.ops.argument_names(op) if op is not None else None)
-
-    def tensor_at(self, address: int) -> dict[str, Any]:
-        """The tensor at ``address`` (a TensorImpl or at::Tensor), read from memory only."""
-        self._require_stopped("tensors")
-        return self.view.tensor_at(address)
 
     def _require_stopped(self, what: str) -> None:
         if self.state != "stopped":

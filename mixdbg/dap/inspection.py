@@ -255,7 +255,7 @@ def evaluate(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     session = _stopped(adapter)
     if context == "repl" and expression.startswith("tensor "):
         try:
-            found = session.tensor_at(int(expression.split(None, 1)[1], 0))
+            found = session.inspect.tensor_at(int(expression.split(None, 1)[1], 0))
         except ValueError:
             raise DapError("tensor ADDRESS: an address like 0x7f...") from None
         if "tensor" not in found:

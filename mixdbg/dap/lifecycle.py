@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -66,13 +67,14 @@ def _target(arguments: dict[str, Any]) -> attach.Target:
     return attach.Target("module", str(module), args) if module else attach.Target("script", str(program), args)
 
 
-def _new_session(adapter: Adapter, arguments: dict[str, Any], python: str, hub: AgentHub | None) -> Session:
+def _new_session(adapter: Adapter, arguments: dict[str, Any], python: str, hub: AgentHub | None,
+                 while_gdb_boots: Callable[[], None] | None = None) -> Session:
     session = Session(adapter.on_event, auto_continue=False, gdb=arguments.get("gdb"), python=python,
                       max_frames=MAX_FRAMES,
                       follow=str(arguments.get("follow", "python")), hub=hub, items=adapter.queue,
                       eager_stacks=False)
     adapter.session = session
-    session.start_gdb()
+    session.start_gdb(while_gdb_boots)
     return session
 
 
@@ -90,24 +92,29 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
     adapter.hub = AgentHub(adapter.agent_message)
     adapter.hub.configure(just_my_code=bool(arguments.get("justMyCode", True)),
                           stop_on_entry=bool(arguments.get("stopOnEntry", False)))
-    session = _new_session(adapter, arguments, python, adapter.hub)
-    terminal = _terminal(adapter, arguments, target, cwd)
-    if terminal is None:
-        adapter.output = OutputFiles(lambda category, text: adapter.connection.event(
-            "output", {"category": category, "output": text}))
-    env = {str(k): (None if v is None else str(v)) for k, v in (arguments.get("env") or {}).items()}
-    debuggee = attach.launch(target, attach.LaunchOptions(
-        python=python, host="127.0.0.1", port=0, tracer=os.getpid(),
-        stdout=terminal or (adapter.output.stdout[1] if adapter.output else None),
-        stderr=terminal or (adapter.output.stderr[1] if adapter.output else None), stdin=terminal,
-        stdin_devnull=True, no_vfork=session.tree.follow != FOLLOW_NONE, agent_socket=str(adapter.hub.path),
-        cwd=cwd, env=env))
-    if terminal is not None:
-        terminal.close()  # the debuggee has its own descriptors on it
-    adapter.debuggee = debuggee
-    adapter.launched = True
-    adapter.terminate_on_end = True
+    hub = adapter.hub
+
+    def start_program() -> None:  # while gdb boots; held at its gate until configurationDone
+        terminal = _terminal(adapter, arguments, target, cwd)
+        if terminal is None:
+            adapter.output = OutputFiles(lambda category, text: adapter.connection.event(
+                "output", {"category": category, "output": text}))
+        env = {str(k): (None if v is None else str(v)) for k, v in (arguments.get("env") or {}).items()}
+        adapter.debuggee = attach.launch(target, attach.LaunchOptions(
+            python=python, host="127.0.0.1", port=0, tracer=os.getpid(),
+            stdout=terminal or (adapter.output.stdout[1] if adapter.output else None),
+            stderr=terminal or (adapter.output.stderr[1] if adapter.output else None), stdin=terminal,
+            stdin_devnull=True, no_vfork=str(arguments.get("follow", "python")) != FOLLOW_NONE,
+            agent_socket=str(hub.path), cwd=cwd, env=env))
+        if terminal is not None:
+            terminal.close()  # the debuggee has its own descriptors on it
+        adapter.launched = True
+        adapter.terminate_on_end = True
+
     try:
+        session = _new_session(adapter, arguments, python, hub, while_gdb_boots=start_program)
+        debuggee = adapter.debuggee
+        assert debuggee is not None  # start_program ran
         session.attach(debuggee.pid, child=debuggee)
     except BaseException:
         _end_held(adapter)
@@ -171,7 +178,7 @@ def configuration_done(adapter: Adapter, arguments: dict[str, Any]) -> None:
             _end_held(adapter)
             raise
         session.enable_breakpoints()
-        adapter.debuggee.release()
+        session.release()
     else:  # attached: it has been held since the attach, its breakpoints now in
         session.resume()
     adapter.configured = True

@@ -147,6 +147,21 @@ class Inspector:
             self._stacks[thread] = self.as_stopped(thread, self.view.mixed_stack())
         return self._stacks[thread]
 
+    def stopped_stack(self, all_threads: bool = False) -> MixedStack:
+        """The stopped thread's mixed Python + native stack (every thread's with
+        ``all_threads``; see ``stopview``), for the prompt."""
+        self._require_stop("stacks")
+        return self.view.mixed_stack(all_threads)
+
+    def tensor_at(self, address: int) -> dict[str, Any]:
+        """The tensor at ``address`` (a TensorImpl or at::Tensor), read from memory only."""
+        self._require_stop("tensors")
+        return self.view.tensor_at(address)
+
+    def _require_stop(self, what: str) -> None:
+        if self.stop is None:
+            raise UsageError(f"the debuggee is running; {what} are read while it is stopped")
+
     def as_stopped(self, thread: int, stack: MixedStack) -> MixedStack:
         """The stack to show for ``thread``: at an uncaught Python exception the agent stops
         in the exception hook, after the frames it went through are gone; their traceback
