@@ -110,7 +110,7 @@ class Breakpoint:
     targets: dict[int, str] = field(default_factory=dict)
     target_locations: dict[int, list[Location]] = field(default_factory=dict)
     kernels: dict[str, list[str]] = field(default_factory=dict)  # overload -> dispatch keys
-    hint: str | None = None
+    hint: str | None = None  # None: not worked out yet (see BreakpointTable._give_hint); "": none
 
     @property
     def resolution(self) -> tuple[bool, bool, bool]:

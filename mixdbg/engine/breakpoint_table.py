@@ -54,7 +54,7 @@ class BreakpointTable:
         else:
             bkpt = self._insert(spec, enabled)
             breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
-            breakpoint.hint = self.ops.native_hint(spec, self.pid())
+            self._give_hint(breakpoint)
         self.items[breakpoint.number] = breakpoint
         self._disable_plt(breakpoint)
         if announce:
@@ -157,12 +157,20 @@ class BreakpointTable:
         before = _reported_state(breakpoint)
         breakpoint.set_locations(number, locations_from_mi(bkpt))
         self._disable_plt(breakpoint)
+        self._give_hint(breakpoint)
         if _reported_state(breakpoint) != before:
             self.emit(self.event(breakpoint))
             if breakpoint.invalid_condition:
                 self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
                                             f"'{breakpoint.spec.condition}' at some locations; "
                                             "they are disabled"))
+
+    def _give_hint(self, breakpoint: Breakpoint) -> None:
+        """Once resolved: the hint for an ``at::native::`` function that is an operator. Not
+        before: the torch the debuggee loaded says it for free, where asking its
+        interpreter where torch is would start a process (40 ms) before the program."""
+        if breakpoint.hint is None and not breakpoint.pending and not breakpoint.targets:
+            breakpoint.hint = self.ops.native_hint(breakpoint.spec, self.pid()) or ""  # "": none
 
     def warn_unresolved(self) -> None:
         """Tell the user about breakpoints no loaded library ever defined (likely typos)."""
