@@ -92,7 +92,8 @@ class Session:
         self.eager_stacks = eager_stacks
         self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
-        self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
+        self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python,
+                             warm_up=not auto_continue)
         self.tree = ProcessTree(self.gdb, emit, follow,
                                 workers.worker_id_reader(self.view.python_frames, self.view.frame_locals))
         self.pid: int | None = None

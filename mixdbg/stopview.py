@@ -24,8 +24,12 @@ from mixdbg.pytorch import views
 class StopView:
     """Reads the process gdb has stopped and selected; ``pid`` is that process."""
 
-    def __init__(self, gdb: GdbMi, warn: Callable[[str], None], max_frames: int, python: str | None) -> None:
+    def __init__(self, gdb: GdbMi, warn: Callable[[str], None], max_frames: int, python: str | None,
+                 warm_up: bool = True) -> None:
         self._gdb = gdb
+        #: Pay the first stack's costs early (``warm``, ``warm_symbols``): for someone who
+        #: waits at a stop. A run that reports its stops and goes on would only pay them twice.
+        self._warm_up = warm_up
         self._warn = warn
         self.max_frames = max_frames
         self.python = python  # the debuggee's interpreter (the tensor layout probe runs it)
@@ -60,7 +64,7 @@ class StopView:
         """Once: have gdb expand the debug info of the interpreter's call path, which the
         first stack or Step Into would otherwise wait for (65 ms). Symbol look-ups only: it
         works while the program runs, and is paid while it starts."""
-        if not self._symbols_warmed:
+        if self._warm_up and not self._symbols_warmed:
             self._symbols_warmed = True
             self._gdb.console("mixdbg-warm", SLOW_COMMAND_TIMEOUT)
 
@@ -68,7 +72,8 @@ class StopView:
         """At the first library load of process ``pid`` that runs Python (an import), have
         gdb unwind its stack once: the first unwind through the interpreter's start-up is
         then paid while the program loads, not when the user first looks at a stop."""
-        if pid not in self._warmed and pid in self._runtimes and not self._runtimes[pid].startswith("unavailable"):
+        if self._warm_up and pid not in self._warmed and pid in self._runtimes \
+                and not self._runtimes[pid].startswith("unavailable"):
             self._warmed.add(pid)
             self._gdb.console("mixdbg-warm --stack")
 
