@@ -17,10 +17,10 @@ gdb with Python):
 - ``mixdbg-stack`` first reads the symbols of the libraries its frames are in (mixdbg
   keeps ``auto-solib-add off``: see ``mixdbg.solibs``): without them gdb can neither name
   nor unwind their frames.
-- ``mixdbg-warm [NAME...]``: expand the debug info of the files that define NAMEs (by
-  default the interpreter's call path: the eval loop, the call protocol, the start-up)
-  ahead of the first stack or Step Into that needs it; ``mixdbg-warm --stack`` unwinds
-  the selected thread once, for the same reason.
+- ``mixdbg-warm NAME...``: expand the debug info of the files that define NAMEs (the
+  interpreter's call path: ``mixdbg.stopview.CALL_PATH``) ahead of the first stack or Step
+  Into that needs it; ``mixdbg-warm --stack`` unwinds the selected thread once, for the
+  same reason.
 - ``mixdbg-fork-symbols``: from now on, gdb reads the libraries of each new inferior (a
   fork child) as it creates it: ``auto-solib-add`` is turned on when the inferior is added,
   before gdb looks for its libraries (it does only under ``on``); mixdbg turns it off again
@@ -294,14 +294,6 @@ class MixdbgForkSymbols(gdb.Command):
             self.connected = True
 
 
-#: Functions of CPython's call path, one or more per source file, in nearly every stack: the
-#: first look up of each expands its file's debug info, which gdb otherwise does while it
-#: unwinds the first stack (ceval.c alone: 15 ms). Measured at a stop under 200 Python
-#: frames: the first unwind took 28-34 ms, 7.7-9.3 ms after these look-ups.
-_CALL_PATH = ("_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "cfunction_call", "method_vectorcall_VARARGS",
-              "slot_tp_call", "_PyRun_SimpleFileObject", "Py_RunMain", "Py_BytesMain", "main")
-
-
 def _walk_stack():
     """Unwind the selected thread once. What gdb works out on the way outlives the walk:
     the first walk through the interpreter's start-up frames took 38-40 ms in 1 session in
@@ -315,8 +307,8 @@ def _walk_stack():
 
 
 class MixdbgWarm(gdb.Command):
-    """mixdbg-warm [NAME...]: expand the debug info of the files defining NAMEs (default:
-    CPython's call path; works while the program runs)."""
+    """mixdbg-warm NAME...: expand the debug info of the files defining NAMEs (works while
+    the program runs)."""
 
     def __init__(self):
         super().__init__("mixdbg-warm", gdb.COMMAND_FILES)
@@ -325,7 +317,7 @@ class MixdbgWarm(gdb.Command):
         if argument.strip() == "--stack":
             _walk_stack()
             return
-        for name in argument.split() or _CALL_PATH:
+        for name in argument.split():
             try:
                 gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name)
             except gdb.error:

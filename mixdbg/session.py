@@ -92,8 +92,7 @@ class Session:
         self.eager_stacks = eager_stacks
         self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
         self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
-        self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python,
-                             warm_up=not auto_continue)
+        self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
         self.tree = ProcessTree(self.gdb, emit, follow,
                                 workers.worker_id_reader(self.view.python_frames, self.view.frame_locals))
         self.pid: int | None = None
@@ -273,11 +272,12 @@ class Session:
                 if self._released:  # what no breakpoint needs, read while the program starts
                     self._released = False
                     self.solibs.read_all()
-                    self.view.warm_symbols()
+                    self.view.start_warming()
                 try:
-                    self.handle(self.queue.get(timeout=IDLE if self.state == "stopped" else RECONCILE_INTERVAL))
-                except queue.Empty:  # at a stop, what a Step Into would wait for is prepared while idle
-                    if not (self.state == "stopped" and self.stepper.idle_work()):
+                    busy = self.state == "stopped" or self.view.warming
+                    self.handle(self.queue.get(timeout=IDLE if busy else RECONCILE_INTERVAL))
+                except queue.Empty:  # idle: a Step Into's or the first stack's work is done ahead
+                    if not (self.state == "stopped" and self.stepper.idle_work()) and not self.view.warm_next():
                         self._reconcile()
                         self._unstick()
         except SessionEnded as end:
