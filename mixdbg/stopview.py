@@ -9,6 +9,7 @@ answers questions about the process gdb has selected (the one the last stop was 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -16,9 +17,11 @@ from typing import Any, Callable
 
 from mixdbg import pyruntime, stack
 from mixdbg.errors import DebuggerError, NotFoundError, UsageError
-from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbMi
+from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
 from mixdbg.proctree import procfs, workers
 from mixdbg.pytorch import views
+
+log = logging.getLogger(__name__)
 
 #: Functions of CPython's call path, one or more per source file, in nearly every stack: the
 #: first look up of each expands its file's debug info, which gdb otherwise does while it
@@ -80,7 +83,18 @@ class StopView:
         was one."""
         if not self._to_warm:
             return False
-        self._gdb.console(f"mixdbg-warm {self._to_warm.pop(0)}", SLOW_COMMAND_TIMEOUT)
+        if not self._warm_command(f"mixdbg-warm {self._to_warm.pop(0)}"):
+            self._to_warm.clear()
+        return True
+
+    def _warm_command(self, command: str) -> bool:
+        """Run a warm-up in gdb; False if gdb refused it (the selected process just died, at
+        the prompt's ``kill``): warm-ups only save time, they never end a session."""
+        try:
+            self._gdb.console(command, SLOW_COMMAND_TIMEOUT)
+        except GdbCommandError as err:
+            log.info("warming gdb up: %s", err.gdb_message)
+            return False
         return True
 
     def warm(self, pid: int) -> None:
@@ -89,7 +103,7 @@ class StopView:
         then paid while the program loads, not when the user first looks at a stop."""
         if pid not in self._warmed and pid in self._runtimes and not self._runtimes[pid].startswith("unavailable"):
             self._warmed.add(pid)
-            self._gdb.console("mixdbg-warm --stack")
+            self._warm_command("mixdbg-warm --stack")
 
     def select(self, pid: int) -> None:
         """A stop in process ``pid`` (gdb selected it): read that process from now on."""
