@@ -4,11 +4,16 @@ it; and its cache (facts about files, kept by their identity)."""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from mixdbg.errors import UnavailableError
+
+log = logging.getLogger(__name__)
 
 
 def runtime_dir(create: bool = False) -> Path:
@@ -43,3 +48,27 @@ def cache_directory() -> Path:
     """mixdbg's cache: ``$XDG_CACHE_HOME/mixdbg`` (default ``~/.cache/mixdbg``)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "mixdbg"
+
+
+def read_cached(name: str) -> Any:
+    """The JSON document kept in mixdbg's cache as ``name``, or None (absent, unreadable)."""
+    path = cache_directory() / name
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        if path.exists():
+            log.info("ignoring the unreadable cache %s: %s", path, err)
+        return None
+
+
+def keep_cached(name: str, document: Any) -> None:
+    """Keep ``document`` in mixdbg's cache as ``name`` (written whole, then renamed, so a
+    concurrent session reads the old or the new one); a failure only costs the next run."""
+    path = cache_directory() / name
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}")
+        partial.write_text(json.dumps(document))
+        partial.replace(path)
+    except OSError as err:
+        log.info("cannot keep %s in mixdbg's cache: %s", name, err)

@@ -26,20 +26,18 @@ every library (``configure``).
 
 from __future__ import annotations
 
-import json
 import logging
 import mmap
 import os
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from mixdbg.breakpoints import BreakSpec
 from mixdbg.elfsections import SHT_NOBITS, ElfFormatError, read_sections
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
 from mixdbg.gdbtext import library_regex
-from mixdbg.rundir import cache_directory
+from mixdbg.rundir import keep_cached, read_cached
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +67,11 @@ def name_key(spec: BreakSpec) -> bytes | None:
 class LibraryFacts:
     """What a library's ELF file says, read once per file (by device, inode, mtime and
     size) and name asked about: the answers, not the file's bytes. Whether a name occurs
-    is kept across sessions in ``cache`` (a JSON file): in ``libtorch_cpu.so``'s 76 MB of
+    is kept across sessions in mixdbg's cache as ``cache``: in ``libtorch_cpu.so``'s 76 MB of
     names, each name that is not there costs a 16-35 ms scan at every run."""
 
-    def __init__(self, cache: Path | None = None) -> None:
-        self._cache = cache
+    def __init__(self, cache: str | None = None) -> None:
+        self._cache = cache  # its name in mixdbg's cache, if kept there
         self._defines: dict[str, bool] | None = None  # "identity key" -> answer, loaded lazily
         self._dirty = False
         self._lines: dict[str, bool] = {}
@@ -93,14 +91,8 @@ class LibraryFacts:
 
     def _known(self) -> dict[str, bool]:
         if self._defines is None:
-            self._defines = {}
-            if self._cache is not None:
-                try:
-                    loaded = json.loads(self._cache.read_text())
-                    if isinstance(loaded, dict):
-                        self._defines = {str(k): bool(v) for k, v in loaded.items()}
-                except (OSError, ValueError) as err:
-                    log.info("library name cache %s: %s", self._cache, err)
+            loaded = read_cached(self._cache) if self._cache is not None else None
+            self._defines = {str(k): bool(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
         return self._defines
 
     def save(self) -> None:
@@ -110,13 +102,7 @@ class LibraryFacts:
         self._dirty = False
         if len(self._defines) > CACHE_ENTRIES:  # old libraries' answers go; later runs ask again
             self._defines.clear()
-        try:
-            self._cache.parent.mkdir(parents=True, exist_ok=True)
-            partial = self._cache.with_name(f"{self._cache.name}.{os.getpid()}")
-            partial.write_text(json.dumps(self._defines))
-            partial.replace(self._cache)
-        except OSError as err:
-            log.info("cannot keep library facts in %s: %s", self._cache, err)
+        keep_cached(self._cache, self._defines)
 
     def has_lines(self, path: str) -> bool:
         """Whether the library has line tables (or points at separate debug info)."""
@@ -196,7 +182,7 @@ class SymbolReader:
 
     def __init__(self, gdb: GdbMi) -> None:
         self._gdb = gdb
-        self._facts = LibraryFacts(cache_directory() / NAMES_CACHE)
+        self._facts = LibraryFacts(NAMES_CACHE)
         self.selective = True  # False: gdb reads every library (gdb before SELECTIVE_GDB)
 
     def configure(self) -> None:

@@ -217,7 +217,5 @@ def terminate(adapter: Adapter, arguments: dict[str, Any]) -> None:
 def _end_held(adapter: Adapter) -> None:
     """A launch that cannot go on: the program, still held before its first line, ends
     (it asked for a debugger; it never runs without one)."""
-    debuggee = adapter.debuggee
-    if debuggee is not None and debuggee.process.poll() is None:
-        debuggee.process.kill()
-        debuggee.process.wait()
+    if adapter.debuggee is not None:
+        adapter.debuggee.discard()

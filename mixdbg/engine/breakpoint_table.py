@@ -93,7 +93,6 @@ class BreakpointTable:
         for breakpoint in self.ops.on_console(text, self.items):
             self.emit(self.event(breakpoint))
 
-
     def enable_all(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up)."""
         numbers = [n for breakpoint in self.items.values() for n in self.ops.gdb_numbers(breakpoint)]

@@ -21,7 +21,6 @@ takes seconds.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import struct
@@ -35,7 +34,7 @@ from elftools.elf.elffile import ELFFile
 
 from mixdbg import debuginfo
 from mixdbg.errors import DataError, NotFoundError
-from mixdbg.rundir import cache_directory
+from mixdbg.rundir import keep_cached, read_cached
 
 log = logging.getLogger(__name__)
 
@@ -244,24 +243,19 @@ def match_kernels(schemas: dict[str, Schema], functors: Iterable[Functor], addre
 def _cached_kernels(library: Path, schemas: dict[str, Schema]) -> dict[str, tuple[Kernel, ...]]:
     """``match_kernels`` for ``library``, cached by its build id (1 s → 0.1 s)."""
     build_id = debuginfo.classify(library).build_id
-    cache = cache_directory() / f"torch-kernels-{build_id}-v{CACHE_VERSION}.json" if build_id else None
-    if cache is not None and cache.is_file():
+    name = f"torch-kernels-{build_id}-v{CACHE_VERSION}.json" if build_id else None
+    raw = read_cached(name) if name is not None else None
+    if isinstance(raw, dict):
         try:
-            raw = json.loads(cache.read_text())
-            return {name: tuple(Kernel(name, *fields) for fields in kernels) for name, kernels in raw.items()}
-        except (OSError, ValueError, TypeError) as err:
-            log.info("ignoring the unreadable cache %s: %s", cache, err)
+            return {op: tuple(Kernel(op, *fields) for fields in kernels) for op, kernels in raw.items()}
+        except TypeError as err:
+            log.info("ignoring the kernel list cached as %s: %s", name, err)
     strtab, symtab = _sections(library)
     functors = list(scan_functor_symbols(strtab))
     kernels = match_kernels(schemas, functors, symbol_values(symtab, (f.name_offset for f in functors)))
-    if cache is not None:
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            document = {name: [[k.dispatch_key, k.symbol, k.boxed, k.address] for k in found]
-                        for name, found in kernels.items()}
-            cache.write_text(json.dumps(document))
-        except OSError as err:
-            log.info("cannot cache the kernel list in %s: %s", cache, err)
+    if name is not None:
+        keep_cached(name, {op: [[k.dispatch_key, k.symbol, k.boxed, k.address] for k in found]
+                           for op, found in kernels.items()})
     return kernels
 
 

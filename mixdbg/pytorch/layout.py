@@ -20,7 +20,7 @@ from typing import Any
 from mixdbg import debuginfo
 from mixdbg.errors import DataError, MixdbgError, NotFoundError
 from mixdbg.pytorch.catalogue import mapped_library
-from mixdbg.rundir import cache_directory
+from mixdbg.rundir import keep_cached, read_cached
 
 log = logging.getLogger(__name__)
 
@@ -68,23 +68,17 @@ def layout_for(library: Path, python: str) -> dict[str, Any]:
     """The layout for the torch whose ``libc10.so`` is ``library`` (cached by build id);
     ``python`` runs the probe when it is not cached yet."""
     build_id = _build_id(library)
-    cache = cache_directory() / f"torch-layout-{build_id}-v{CACHE_VERSION}.json"
-    try:
-        cached: dict[str, Any] = json.loads(cache.read_text())
+    name = f"torch-layout-{build_id}-v{CACHE_VERSION}.json"
+    cached = read_cached(name)
+    if isinstance(cached, dict):
         return cached
-    except (OSError, ValueError):
-        pass
     found = run_probe(python, library.parent.parent.parent)
     probed = _build_id(Path(str(found["c10"])))
     if probed != build_id:
         raise LayoutUnknown(f"the layout probe imported another torch ({found['c10']}, build {probed}) "
                             f"than the debuggee's ({library}, build {build_id})")
     found["build_id"] = build_id
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps(found))
-    except OSError as err:
-        log.info("cannot cache the tensor layout in %s: %s", cache, err)
+    keep_cached(name, found)
     return found
 
 

@@ -72,8 +72,10 @@ def test_loaded_libraries_of_a_solib_event() -> None:
     assert added_libraries({}) == []
 
 
-def test_which_names_a_library_holds_is_kept_for_later_sessions(cext: CExtension, tmp_path: Path) -> None:
-    library, cache = tmp_path / cext.library.name, tmp_path / "cache" / "names.json"
+def test_which_names_a_library_holds_is_kept_for_later_sessions(cext: CExtension, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    library, cache = tmp_path / cext.library.name, "names.json"
     shutil.copy(cext.library, library)
     first = LibraryFacts(cache)
     assert first.defines(str(library), b"native_step") and not first.defines(str(library), b"no_such_name")
