@@ -93,8 +93,8 @@ def _python_threads():
 
 
 def _native_frame(gdb_frame, level):
-    """Describe one native frame: function, source position when known, library, and its
-    gdb frame ``level`` (what ``-stack-select-frame`` takes)."""
+    """Describe one native frame: function, source position when known, library, its gdb
+    frame ``level`` (what ``-stack-select-frame`` takes), and whether it was inlined."""
     pc = gdb_frame.pc()
     file_name, line = None, None
     try:
@@ -106,7 +106,8 @@ def _native_frame(gdb_frame, level):
         pass
     library = gdb.solib_name(pc) or gdb.current_progspace().filename
     return {"kind": "native", "function": gdb_frame.name() or "??", "file": file_name, "line": line,
-            "library": library, "address": f"{pc:#x}", "level": level}
+            "library": library, "address": f"{pc:#x}", "level": level,
+            "inline": gdb_frame.type() == gdb.INLINE_FRAME}
 
 
 def _python_frame(frame):

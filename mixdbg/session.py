@@ -117,7 +117,7 @@ class Session:
                                   lambda: set(self.tree.live_pids()) | ({self.pid} if self.pid else set()))
         self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume,
                                lambda command: self.python.tell(self.stop, command), self.python.alive,
-                               self.solibs.read)
+                               self.solibs.read, self.python.step_signal)
         self._reply: dict[str, Any] | None = None
         self._released = False  # the gate just opened: see release
         self._deferred: list[Action] = []

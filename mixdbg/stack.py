@@ -38,6 +38,8 @@ class Frame:
     pc: str | None = None
     #: A Python frame's depth: Python frames from the thread's outermost one to it.
     depth: int | None = None
+    #: A native frame inlined into the frame outside it (it has no return of its own).
+    inline: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The frame as it appears in ``stopped`` events."""
@@ -92,7 +94,7 @@ def _frame(raw: dict[str, Any]) -> Frame:
                  address=raw.get("address") if python else None,
                  level=None if python else raw.get("level"),
                  pc=None if python else raw.get("address"),
-                 depth=raw.get("depth") if python else None)
+                 depth=raw.get("depth") if python else None, inline=bool(raw.get("inline")))
 
 
 @lru_cache(maxsize=4096)

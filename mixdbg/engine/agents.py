@@ -100,6 +100,8 @@ class AgentHub:
         self.directory = Path(tempfile.mkdtemp(prefix="agents-", dir=runtime_dir(create=True)))
         self.path = self.directory / "agent.sock"
         self.shared: dict[int, int] = {}  # pid -> shared block address
+        #: pid -> the signal its agent stops at after a native Step Out (see the agent's STEP_SIGNAL)
+        self.step_signals: dict[int, int] = {}
         self.readers: set[int] = set()  # the agents' reader threads (LWPs): never the user's
         self._connections: dict[int, socket.socket] = {}
         self._lock = threading.Lock()
@@ -186,6 +188,8 @@ class AgentHub:
             self._connections[pid] = conn
             if hello.get("shared"):
                 self.shared[pid] = int(hello["shared"])
+            if hello.get("step_signal"):
+                self.step_signals[pid] = int(hello["step_signal"])
             messages = self.config.messages() + ([{"go": True}] if self._released else [])
             self._send(pid, conn, messages)
             self._hello.notify_all()

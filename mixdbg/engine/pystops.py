@@ -31,6 +31,10 @@ class PythonStops:
         live = self.live_pids()
         return {pid: shared for pid, shared in self.hub.shared.items() if pid in live}
 
+    def step_signal(self, pid: int) -> int | None:
+        """The signal process ``pid``'s agent stops at after a native Step Out (None: none)."""
+        return self.hub.step_signals.get(pid) if self.hub is not None else None
+
     def configure(self, stopped: bool, **changes: Any) -> None:
         """Change what the agents are told (``AgentConfig`` fields). While the tree is stopped,
         make every process apply it before it runs another line: not only the one at a

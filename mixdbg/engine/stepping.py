@@ -89,11 +89,15 @@ class Stepper:
     agents_of: Callable[[], dict[int, int]] = dict
     #: Make gdb read a loaded library's symbols (it reads only those breakpoints need).
     read_library: Callable[[str], None] = lambda path: None
+    #: The signal a process's agent stops at after a native Step Out (None: it has none).
+    step_signal_of: Callable[[int], int | None] = lambda pid: None
     temporary: list[str] = field(default_factory=list)
     #: A gdb step of ours is under way on this thread (its stops may need a glue hop).
     native_thread: int | None = None
     kind: str = "next"
     hops: int = 0
+    #: A native Step Out under way to a Python caller: (its depth, the agent's signal).
+    landing: tuple[int, int] | None = None
     #: Step Into preparation left for idle time: (library, the function's key in ``_entries``).
     _idle: list[tuple[str, EntryKey]] = field(default_factory=list)
     #: Where gdb breaks in the user's functions; None: not at one address.
@@ -101,6 +105,7 @@ class Stepper:
 
     def disarm(self) -> None:
         """At any stop: delete the temporary breakpoints and clear the agents' requests."""
+        self.landing = None
         if self.temporary:
             try:
                 self.gdb.command("-break-delete " + " ".join(self.temporary))
@@ -147,8 +152,7 @@ class Stepper:
             outer = outer_visible(at.stack, at.index)
             if outer is not None and outer[1].kind == "python" and outer[1].depth is not None \
                     and at.shared is not None:
-                self._arm(at, agents.STEP_TO_DEPTH, outer[1].depth)
-                self.resume_all()
+                self._out_to_python(at, outer[0], outer[1].depth)
                 return
             if outer is None:
                 self.resume_all()
@@ -161,9 +165,31 @@ class Stepper:
             self._arm(at, agents.STEP_IN, 0)  # a Python callback on this line stops at its first line
         self._gdb_step("-exec-step" if kind == "stepIn" else "-exec-next", at.thread, level)
 
+    def _out_to_python(self, at: StepContext, caller: int, depth: int) -> None:
+        """Step Out of native code called from the Python frame ``caller`` (at ``depth``).
+        The agent stops at the caller's next line; in a main thread whose agent has its
+        signal, gdb first finishes the call into the interpreter's loop (from the first frame
+        inward that is not inlined there: gdb finishes real frames), and the signal then
+        stops the caller on its own line, the call complete (``after_native_step``)."""
+        self._arm(at, agents.STEP_TO_DEPTH, depth)
+        signal = self.step_signal_of(at.pid) if at.tid == at.pid else None
+        returning = next((frame for frame in reversed(at.stack.frames[:caller]) if not frame.inline), None)
+        if signal is None or returning is None or returning.level is None:
+            self.resume_all()
+            return
+        self.landing = (depth, signal)
+        self._gdb_step("-exec-finish", at.thread, returning.level)
+
     def after_native_step(self, stack: MixedStack, at: StepContext) -> bool:
         """A gdb step of ours ended in ``stack``: True to report it; False when it landed
         in glue and this went on (to the Python caller, or out to the user's native code)."""
+        if self.landing is not None:
+            (depth, signal), self.landing = self.landing, None
+            visible = first_visible(stack)
+            if visible is not None and stack.frames[visible].depth == depth:
+                self._queue_signal(at.thread, signal)
+                self.resume_all()
+                return False
         if self.hops >= MAX_GLUE_HOPS or not stack.frames:
             return True
         top = stack.frames[0]
@@ -249,6 +275,16 @@ class Stepper:
             return
         log.debug("step breakpoint %s at %s", result["bkpt"].get("number"), location)
         self.temporary.append(str(result["bkpt"]["number"]))
+
+    def _queue_signal(self, thread: int, number: int) -> None:
+        """Have gdb deliver signal ``number`` to ``thread`` as it resumes, without stopping."""
+        name = f"SIG{number}"
+        for command in (f"handle {name} nostop noprint pass", f"queue-signal {name}"):
+            try:
+                self.gdb.command(f"-interpreter-exec --thread {thread} console {mi_quote(command)}")
+            except GdbCommandError as err:  # the agent's next-line stop is still armed
+                log.info("step signal: %s", err.gdb_message)
+                return
 
     def _gdb_step(self, command: str, thread: int, level: int) -> None:
         self.native_thread = thread

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import signal
 import site
 import sys
 import sysconfig
@@ -29,6 +30,12 @@ _MONITOR_RETURNS = sys.version_info[:2] == (3, 12)
 #: How long a fork child waits for the engine's welcome (its current configuration) before
 #: it runs on with what it inherited; the engine answers within a millisecond or two.
 FORK_WELCOME_TIMEOUT = 10.0
+#: The signal the engine has gdb deliver to a main thread whose native Step Out has just
+#: returned into its Python caller: Python runs its handler at the call's own check for
+#: pending work, before the next instruction, so the stop is on the caller's line with the
+#: call complete (where debugpy's Step Out and gdb's ``finish`` land). A high real-time
+#: signal, taken only while the program has no handler of its own for it.
+STEP_SIGNAL = int(getattr(signal, "SIGRTMAX", 64)) - 5
 
 
 class AgentError(Exception):
@@ -366,6 +373,28 @@ def _step_opcode(frame: FrameType) -> None:
             _stop(frame, "step", description="Paused after step")
 
 
+def _take_step_signal() -> None:
+    """Handle :data:`STEP_SIGNAL` (from the main thread, where Python allows it), unless the
+    program or a library already does."""
+    global _step_signal
+    try:
+        if signal.getsignal(STEP_SIGNAL) != signal.SIG_DFL:
+            return
+        signal.signal(STEP_SIGNAL, _on_step_signal)
+        signal.siginterrupt(STEP_SIGNAL, False)
+    except (ValueError, OSError):  # not the main thread, or no such signal here
+        return
+    _step_signal = STEP_SIGNAL
+
+
+def _on_step_signal(signum: int, frame: FrameType | None) -> None:
+    """The engine's :data:`STEP_SIGNAL`: a native Step Out returned into ``frame``; stop
+    there if the step armed on this thread still waits for a frame that deep."""
+    slot = _my_slot()
+    if frame is not None and slot is not None and slot.mode == STEP_TO_DEPTH and _depth_at_most(frame, slot.depth):
+        _stop(frame, "step", description="Paused after step")
+
+
 # --- breakpoints ---------------------------------------------------------------------------
 
 def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
@@ -565,6 +594,7 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
 
 _channel: Any = None  # channel.Channel, once connected
 _socket_path = ""
+_step_signal: int | None = None  # STEP_SIGNAL once its handler is ours
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -601,7 +631,8 @@ def _connect(path: str) -> Any:
     """Connect to the engine and say hello (OSError if it is not there)."""
     global _channel
     _channel = channel.Channel(path)
-    _send({"hello": os.getpid(), "shared": ctypes.addressof(_shared), "python": ".".join(map(str, sys.version_info[:3]))})
+    _send({"hello": os.getpid(), "shared": ctypes.addressof(_shared), "python": ".".join(map(str, sys.version_info[:3])),
+           "step_signal": _step_signal})
     return _channel
 
 
@@ -634,6 +665,7 @@ def start(socket_path: str) -> None:
     Raises AgentError when the engine cannot be reached or closes the socket before ``go``:
     the program must never run undebugged."""
     global _socket_path
+    _take_step_signal()
     try:
         connection = _connect(socket_path)
     except OSError as err:

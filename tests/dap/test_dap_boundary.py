@@ -20,10 +20,11 @@ from .natives import NativeModule, NativeSet, NativeSets
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture(params=["3.11", pytest.param("3.10", marks=pytest.mark.slow)])
+@pytest.fixture(params=["3.11", *(pytest.param(version, marks=pytest.mark.slow) for version in ("3.10", "3.12", "3.13"))])
 def natives(request: pytest.FixtureRequest, native_sets: NativeSets) -> NativeSet:
     """The modules and scripts built for the interpreter under test (the debuggee's: the
-    adapter runs on the tests' own Python): 3.11, and 3.10 in the platform runs."""
+    adapter runs on the tests' own Python): 3.11, and 3.10, 3.12 and 3.13 in the platform
+    runs (each reaches a Python line from native code its own way)."""
     if request.param == "3.11":
         return native_sets.get(sys.executable)
     python = pyenv_python(request.param)
@@ -130,13 +131,16 @@ def test_step_out_twice_from_a_native_method_reaches_the_native_caller_then_pyth
     frame = step(dap, thread, "stepOut")
     assert_users_native(frame, geom, "total_area")
     assert frame["line"] == geom.line("total_loop")
-    # When stepping out again: the Python caller, with Python locals and evaluate
+    # When stepping out again: the Python caller on the call's own line, the call complete
+    # (where debugpy's Step Out and gdb's finish land), with Python locals and evaluate
     frame = step(dap, thread, "stepOut")
     assert frame["source"]["path"] == str(script) and frame["name"] == "main"
-    assert frame["line"] in (script_line := natives.line("geom_main.py", "call"),
-                             natives.line("geom_main.py", "after")), frame
+    assert frame["line"] == natives.line("geom_main.py", "call"), frame
     assert dap.evaluate("len(polys)", frame["id"])["result"] == "2"
-    assert script_line
+    # Then next runs the rest of that line (total is stored) and stops on the next one
+    frame = step(dap, thread, "next")
+    assert frame["line"] == natives.line("geom_main.py", "after"), frame
+    assert dap.evaluate("total", frame["id"])["result"] == "20.0"
     dap.request("continue", threadId=thread)
     assert dap.wait_exited() == 0
     assert "geom first 6.0 total 20.0" in dap.output("stdout")
@@ -199,6 +203,7 @@ def test_boundary_steps_on_forky_python_314_and_gdb_18(forky: Forky, forky_nativ
     assert_users_native(step(dap, thread, "stepIn"), capi, "native_loop")
     frame = step(dap, thread, "stepOut")
     assert frame["name"] == "main" and frame["source"]["path"] == str(natives.script("capi_main.py"))
+    assert frame["line"] == natives.line("capi_main.py", "call"), frame  # the call's own line
     dap.request("setBreakpoints", source={"path": str(natives.script("capi_main.py"))}, breakpoints=[])
     dap.request("continue", threadId=thread)
     assert dap.wait_exited() == 0
