@@ -170,3 +170,27 @@ def test_logpoint_interpolation() -> None:
     frame = sys._getframe()
     assert values.interpolate("n={n} sq={n * n} bad={missing}", frame) == (
         "n=3 sq=9 bad=<NameError: name 'missing' is not defined>")
+
+
+def test_the_step_signal_is_taken_only_when_nothing_handles_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    number = agent.STEP_SIGNAL
+    assert signal.SIGRTMIN < number <= signal.SIGRTMAX
+    before = signal.getsignal(number)
+    try:
+        # Given a program that handles that signal itself: the agent leaves it, and says none
+        def mine(signum: int, frame: Any) -> None:
+            pass
+        signal.signal(number, mine)
+        monkeypatch.setattr(agent, "_step_signal", None)
+        agent._take_step_signal()
+        assert agent._step_signal is None and signal.getsignal(number) is mine
+        # Given nobody handles it: the agent's handler, announced in its hello
+        signal.signal(number, signal.SIG_DFL)
+        agent._take_step_signal()
+        assert agent._step_signal == number and signal.getsignal(number) is agent._on_step_signal
+        # ...which does nothing when no step waits on this thread (a late or stray delivery)
+        signal.raise_signal(number)
+    finally:
+        signal.signal(number, before)
