@@ -152,7 +152,7 @@ class Stepper:
             outer = outer_visible(at.stack, at.index)
             if outer is not None and outer[1].kind == "python" and outer[1].depth is not None \
                     and at.shared is not None:
-                self._out_to_python(at, outer[0], outer[1].depth)
+                self._out_to_python(at, at.stack, outer[0], outer[1].depth)
                 return
             if outer is None:
                 self.resume_all()
@@ -165,15 +165,16 @@ class Stepper:
             self._arm(at, agents.STEP_IN, 0)  # a Python callback on this line stops at its first line
         self._gdb_step("-exec-step" if kind == "stepIn" else "-exec-next", at.thread, level)
 
-    def _out_to_python(self, at: StepContext, caller: int, depth: int) -> None:
-        """Step Out of native code called from the Python frame ``caller`` (at ``depth``).
+    def _out_to_python(self, at: StepContext, stack: MixedStack, caller: int, depth: int) -> None:
+        """Out of native code called from the Python frame ``caller`` (at ``depth``) of
+        ``stack``: a Step Out, or a ``next`` off the end of the user's native function.
         The agent stops at the caller's next line; in a main thread whose agent has its
         signal, gdb first finishes the call into the interpreter's loop (from the first frame
         inward that is not inlined there: gdb finishes real frames), and the signal then
         stops the caller on its own line, the call complete (``after_native_step``)."""
         self._arm(at, agents.STEP_TO_DEPTH, depth)
         signal = self.step_signal_of(at.pid) if at.tid == at.pid else None
-        returning = next((frame for frame in reversed(at.stack.frames[:caller]) if not frame.inline), None)
+        returning = next((frame for frame in reversed(stack.frames[:caller]) if not frame.inline), None)
         if signal is None or returning is None or returning.level is None:
             self.resume_all()
             return
@@ -204,9 +205,10 @@ class Stepper:
         if target.kind == "python" and at.shared is None:
             return True  # no agent to stop at the Python line: shown here, under it
         if target.kind == "python" and target.depth is not None:
-            if self.kind != "stepIn":  # a Step Into stays armed for any Python line
-                self._arm(at, agents.STEP_TO_DEPTH, target.depth)
-            self.resume_all()
+            if self.kind == "stepIn":  # a Step Into stays armed for any Python line
+                self.resume_all()
+            else:
+                self._out_to_python(at, stack, visible, target.depth)
         else:
             inner = stack.frames[visible - 1]
             self._gdb_step("-exec-finish", at.thread, inner.level or 0)

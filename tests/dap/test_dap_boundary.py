@@ -146,6 +146,31 @@ def test_step_out_twice_from_a_native_method_reaches_the_native_caller_then_pyth
     assert "geom first 6.0 total 20.0" in dap.output("stdout")
 
 
+def test_next_off_the_end_of_a_native_function_lands_on_the_python_call_line(
+        dap: DapClient, natives: NativeSet) -> None:
+    geom = natives.geom
+    script = natives.script("geom_main.py")
+    # Given a stop on total_area's return line (C++ called from Python)
+    dap.launch({"program": str(script), "cwd": str(natives.directory), "console": "internalConsole",
+                "env": natives.env({}), "python": natives.python},
+               breakpoints={geom.source: [geom.line("total_return")]})
+    thread = dap.wait_stopped()["threadId"]
+    assert top(dap, thread)["line"] == geom.line("total_return")
+    dap.request("setBreakpoints", source={"path": str(geom.source)}, breakpoints=[])
+    # When stepping over lines until the function has returned
+    frame = step(dap, thread, "next")
+    for _ in range(3):
+        if frame.get("source", {}).get("path") != str(geom.source):
+            break
+        frame = step(dap, thread, "next")
+    # Then the Python caller on the call's own line (never binding or interpreter code)
+    assert frame["source"]["path"] == str(script) and frame["name"] == "main", frame
+    assert frame["line"] == natives.line("geom_main.py", "call"), frame
+    assert dap.evaluate("len(polys)", frame["id"])["result"] == "2"
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
+
+
 def test_python_callback_called_from_cpp_shows_and_steps_out_to_its_cpp_caller(
         dap: DapClient, natives: NativeSet) -> None:
     geom = natives.geom
