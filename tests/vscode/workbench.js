@@ -211,7 +211,8 @@ async function openWorkbench({ R, url, folder, shots }) {
     /** The active editor's tab title, and the line the debugger marks there (the arrow of the
      * top or the selected stack frame in the glyph margin), read as that line's line number. */
     async editorPosition() {
-      const tab = squash(await page.locator('.editor-group-container.active .tabs-container .tab.active').first().innerText());
+      // textContent of the name: 1.139 shows a file's stem and extension as separate blocks
+      const tab = squash(await page.locator('.editor-group-container.active .tabs-container .tab.active .monaco-icon-label-container').first().textContent());
       await page.locator(`.editor-group-container.active ${FRAME_GLYPH}`).first().waitFor({ timeout: 15000 });
       const line = await page.evaluate((glyphSelector) => {
         const group = document.querySelector('.editor-group-container.active');
@@ -229,9 +230,10 @@ async function openWorkbench({ R, url, folder, shots }) {
      * after the echoed expression and returns that row's text. */
     async evaluate(expression, expect, timeout = 30000) {
       await wb.command('Debug Console: Focus on Debug Console View');
-      const input = page.locator('.repl-input-wrapper textarea').first();
+      // Click the input's editor: 1.139's editors take keys through EditContext, not a textarea.
+      const input = page.locator('.repl-input-wrapper .monaco-editor .view-lines').first();
       await input.waitFor({ timeout: 10000 });
-      await input.focus();
+      await input.click();
       await page.keyboard.type(expression);
       await page.keyboard.press('Enter');
       await page.waitForFunction(([source, flags]) => {
