@@ -1,6 +1,7 @@
 // A function breakpoint typed into the BREAKPOINTS view, then F5 on a Python file with no
 // launch.json: CALL STACK as first shown and unfolded, the stop frame's VARIABLES, the editor at
-// the <module> frame when it is clicked, then Continue to the end.
+// the <module> frame when it is clicked, then Continue to the end. At the stop, the class of the
+// breakpoint's icon in BREAKPOINTS (verified or not).
 // Arguments (JSON): R, url, folder, shots, script (relative to folder), breakpoint (as typed),
 // frame (regexp source of the stop frame's row), variable (regexp source of a VARIABLES row there).
 'use strict';
@@ -20,6 +21,7 @@ main(async (wb, args, steps) => {
   steps.shown = await wb.waitForStack(new RegExp(`<module> ${script.replace('.', '\\.')}`));
   steps.top = (await wb.topFrame()).text;
   steps.paused = await wb.pausedOn();
+  steps.breakpointIcon = await wb.breakpointIcon(args.breakpoint);
   await wb.shot('stopped');
   // Frames the adapter marks subtle are folded; unfold them, as a person would to see them all.
   await wb.showAllFrames();

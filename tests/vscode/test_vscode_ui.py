@@ -5,6 +5,7 @@ screenshots are kept for people (the path is printed)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -13,7 +14,18 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from vscode_real import HERE, REPO, CodeServer, code_server, drive, marker_line, vscode_real
+from vscode_real import (
+    HERE,
+    ON_EVERY_VSCODE,
+    REPO,
+    CodeServer,
+    ServerOptions,
+    bare_python,
+    code_server,
+    drive,
+    marker_line,
+    vscode_real,
+)
 
 __all__ = ["code_server", "vscode_real"]  # fixtures, used by name
 
@@ -21,9 +33,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.vscode]
 
 TESTDEBUG = REPO / "examples" / "testdebug.py"
 PYBIND11_PROJECT = HERE / "pybind11_project"
+#: The icon of a function breakpoint in BREAKPOINTS once the adapter says it is bound (verified);
+#: unverified ones carry ``codicon-debug-breakpoint-function-unverified``.
+VERIFIED_FUNCTION_BREAKPOINT = "codicon-debug-breakpoint-function"
 
 
 @pytest.mark.timeout(600)
+@ON_EVERY_VSCODE
 def test_seed_run_f5_on_testdebug_with_a_function_breakpoint(code_server: CodeServer,
                                                              torch_installed: None) -> None:
     # Given the repository open, no launch.json, a function breakpoint typed into BREAKPOINTS
@@ -35,6 +51,7 @@ def test_seed_run_f5_on_testdebug_with_a_function_breakpoint(code_server: CodeSe
                   breakpoint="at::native::randn", frame="at::native::randn", variable=r"^size\b")
     # Then CALL STACK has randn and, below it, <module> testdebug.py:3
     assert steps["breakpoints"][-1].endswith("at::native::randn")
+    assert VERIFIED_FUNCTION_BREAKPOINT in steps["breakpointIcon"].split(), steps["breakpointIcon"]
     frames = steps["stack"]
     randn_at = next(i for i, row in enumerate(frames) if "at::native::randn" in row)
     assert any(re.search(rf"<module> testdebug\.py {line}:\d+", row) for row in frames[randn_at + 1:]), frames
@@ -65,6 +82,7 @@ def test_operator_breakpoint_typed_as_op_aten_add(code_server: CodeServer, torch
     # Then the name reached mixdbg dap as typed (it stopped in an add kernel, with its tensor
     # arguments), called from the script's line
     assert steps["breakpoints"][-1].endswith("op:aten::add")
+    assert VERIFIED_FUNCTION_BREAKPOINT in steps["breakpointIcon"].split(), steps["breakpointIcon"]
     assert "operator aten::add.tensor" in steps["paused"].lower(), steps  # the stop says which overload
     assert steps["moduleFrame"] == {"tab": "operator_add.py", "line": line}
     assert "wrapper_CPU_add_Tensor" in steps["top"], steps["top"]
@@ -90,6 +108,7 @@ def pybind11_workspace(tmp_path: Path) -> Path:
 
 
 @pytest.mark.timeout(600)
+@ON_EVERY_VSCODE
 def test_pybind11_gutter_breakpoint_step_over_evaluate_step_out(code_server: CodeServer,
                                                                pybind11_workspace: Path) -> None:
     cpp, script = pybind11_workspace / "mixdbg_pyb.cpp", pybind11_workspace / "use_pyb.py"
@@ -113,24 +132,69 @@ def test_pybind11_gutter_breakpoint_step_over_evaluate_step_out(code_server: Cod
     assert steps["out2Editor"] == {"tab": "use_pyb.py", "line": lines["pycall"] + 1}
 
 
-@pytest.mark.timeout(300)
-def test_check_this_machine_and_the_pip_install_message(code_server: CodeServer, tmp_path: Path) -> None:
-    # An interpreter that cannot import mixdbg: this one without site-packages or PYTHONPATH
-    bare = tmp_path / "bare-python"
-    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n')
-    bare.chmod(0o755)
+def hello_workspace(tmp_path: Path) -> Path:
+    """A folder with one Python file, hello.py."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "hello.py").write_text("print('hello')\n")
-    steps = drive(code_server, "messages.js", workspace, timeout=240, script="hello.py",
-                  settings=str(code_server.settings), python=str(bare))
+    return workspace
+
+
+@pytest.mark.timeout(300)
+def test_check_this_machine_and_the_pip_install_message(code_server: CodeServer, tmp_path: Path) -> None:
+    bare = bare_python(tmp_path / "bare-python")
+    steps = drive(code_server, "messages.js", hello_workspace(tmp_path), timeout=240, script="hello.py",
+                  settings=str(code_server.settings), doctor=True,
+                  cases=[{"name": "missing", "python": str(bare), "expect": "pip install"}])
     # "mixdbg: Check this machine" shows mixdbg doctor's checks
     assert f"$ {sys.executable} -m mixdbg doctor (interpreter from setting mixdbg.python)" in steps["doctor"]
     assert re.search(r"\bgdb: ", steps["doctor"]) and re.search(r"\bptrace: ", steps["doctor"]), steps["doctor"]
     # F5 with an interpreter without mixdbg: one message with the exact command, no session
     assert f"mixdbg is not installed in {bare} (from setting mixdbg.python). Install it: {bare} -m pip install mixdbg" \
-        in steps["missing"]
-    assert not steps["sessionStarted"]
+        in steps["missing"]["message"]
+    assert not steps["missing"]["sessionStarted"]
+
+
+@pytest.mark.timeout(300)
+def test_doctor_problem_and_unreadable_process_list_are_one_message_each(code_server: CodeServer,
+                                                                          tmp_path: Path) -> None:
+    # Given an interpreter under which no gdb can be found (MIXDBG_GDB names a missing file)
+    no_gdb = tmp_path / "python-without-gdb"
+    no_gdb.write_text(f'#!/bin/sh\nMIXDBG_GDB="{tmp_path / "no-such-gdb"}" exec "{sys.executable}" "$@"\n')
+    no_gdb.chmod(0o755)
+    doctor = json.loads(subprocess.run([str(no_gdb), "-m", "mixdbg", "doctor", "--json"], capture_output=True,
+                                       text=True, timeout=120, check=False).stdout)
+    gdb = next(check for check in doctor["checks"] if check["name"] == "gdb")
+    assert gdb["status"] == "fail" and gdb["fix"], gdb
+    # ...and one whose startup prints a banner on stdout, before mixdbg ps's JSON
+    chatty = tmp_path / "python-with-a-banner"
+    chatty.write_text(f'#!/bin/sh\necho "Welcome to the cluster"\nexec "{sys.executable}" "$@"\n')
+    chatty.chmod(0o755)
+    # When F5 is pressed with the first, and the process picker run with the second
+    steps = drive(code_server, "messages.js", hello_workspace(tmp_path), timeout=240, script="hello.py",
+                  settings=str(code_server.settings), cases=[
+                      {"name": "picker", "python": str(chatty), "command": "mixdbg: Pick a Python process to debug",
+                       "expect": "mixdbg ps"},
+                      {"name": "doctor", "python": str(no_gdb), "expect": "cannot debug here"}])
+    # Then F5 says what doctor found and its fix, and no session starts
+    assert f"mixdbg cannot debug here (gdb): {gdb['summary']}. Fix: {gdb['fix']}" in steps["doctor"]["message"]
+    assert not steps["doctor"]["sessionStarted"]
+    # ...and the picker says in one line what it could not read, instead of failing silently
+    assert "mixdbg ps --json printed something that is not a list of processes: Welcome to the cluster" \
+        in steps["picker"]["message"]
+    assert not steps["picker"]["sessionStarted"]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("code_server", [ServerOptions(mixdbg_python=False, bare_python3=True)], indirect=True)
+def test_without_a_setting_or_the_python_extension_python3_is_used(code_server: CodeServer, tmp_path: Path) -> None:
+    # Given no mixdbg.python setting, no Python extension, and a python3 on PATH without mixdbg
+    # When F5 is pressed: the message names python3, the default, and its pip command
+    steps = drive(code_server, "messages.js", hello_workspace(tmp_path), timeout=240, script="hello.py",
+                  settings=str(code_server.settings), cases=[{"name": "missing", "expect": "pip install"}])
+    assert "mixdbg is not installed in python3 (from the default). Install it: python3 -m pip install mixdbg" \
+        in steps["missing"]["message"]
+    assert not steps["missing"]["sessionStarted"]
 
 
 @pytest.mark.timeout(400)

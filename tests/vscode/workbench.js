@@ -68,6 +68,36 @@ async function openWorkbench({ R, url, folder, shots }) {
       await page.keyboard.press('Enter');
       await page.locator('.debug-breakpoints .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 10000 });
     },
+    /** The class of the icon of the BREAKPOINTS row showing `name`, once it is the verified one
+     *  (`codicon-debug-breakpoint-function` for a function breakpoint) or after `timeout` ms:
+     *  the adapter's "changed" event may be rendered a moment after the stop. */
+    async breakpointIcon(name, timeout = 5000) {
+      const icon = page.locator('.debug-breakpoints .monaco-list-row', { hasText: name }).first().locator('[class*="codicon-debug-breakpoint"]').first();
+      await icon.waitFor({ timeout: 10000 });
+      const end = Date.now() + timeout;
+      let classes = await icon.getAttribute('class');
+      while (/-unverified\b/.test(classes) && Date.now() < end) {
+        await page.waitForTimeout(250);
+        classes = await icon.getAttribute('class');
+      }
+      return classes;
+    },
+    /** Sets a string user setting in the Settings editor (Ctrl+,), as a person would, and closes
+     *  it. (Writing settings.json from outside is not reliably picked up by code-server.) */
+    async setUserSetting(id, value) {
+      await page.keyboard.press('Control+Comma');
+      await page.locator('.settings-editor').waitFor({ timeout: 15000 });
+      await page.waitForTimeout(500);
+      await page.keyboard.type(id);  // the search box has the focus
+      const input = page.locator('.settings-editor .setting-item-contents', { hasText: id.split('.').pop() })
+        .locator('.setting-item-control input').first();
+      await input.waitFor({ timeout: 15000 });
+      await input.fill(value);
+      await page.keyboard.press('Tab');
+      await page.waitForTimeout(1500);  // the Settings editor saves after a short delay
+      await page.keyboard.press('Control+W');
+      await page.waitForTimeout(500);
+    },
     /** Clicks the glyph margin of `line` in the active editor (after revealing it): a breakpoint. */
     async clickGutter(line) {
       await wb.goToLine(line);
@@ -181,7 +211,8 @@ async function openWorkbench({ R, url, folder, shots }) {
     /** The active editor's tab title, and the line the debugger marks there (the arrow of the
      * top or the selected stack frame in the glyph margin), read as that line's line number. */
     async editorPosition() {
-      const tab = squash(await page.locator('.editor-group-container.active .tabs-container .tab.active').first().innerText());
+      // textContent of the name: 1.139 shows a file's stem and extension as separate blocks
+      const tab = squash(await page.locator('.editor-group-container.active .tabs-container .tab.active .monaco-icon-label-container').first().textContent());
       await page.locator(`.editor-group-container.active ${FRAME_GLYPH}`).first().waitFor({ timeout: 15000 });
       const line = await page.evaluate((glyphSelector) => {
         const group = document.querySelector('.editor-group-container.active');
@@ -199,9 +230,10 @@ async function openWorkbench({ R, url, folder, shots }) {
      * after the echoed expression and returns that row's text. */
     async evaluate(expression, expect, timeout = 30000) {
       await wb.command('Debug Console: Focus on Debug Console View');
-      const input = page.locator('.repl-input-wrapper textarea').first();
+      // Click the input's editor: 1.139's editors take keys through EditContext, not a textarea.
+      const input = page.locator('.repl-input-wrapper .monaco-editor .view-lines').first();
       await input.waitFor({ timeout: 10000 });
-      await input.focus();
+      await input.click();
       await page.keyboard.type(expression);
       await page.keyboard.press('Enter');
       await page.waitForFunction(([source, flags]) => {

@@ -14,16 +14,20 @@ export function currentFileConfiguration(): vscode.DebugConfiguration {
   };
 }
 
-/** Fills in F5 without launch.json, and checks the machine before the adapter starts. */
-export class ConfigurationProvider implements vscode.DebugConfigurationProvider {
-  /** Offered by "Run and Debug: Select and Start Debugging" when mixdbg is chosen. */
+/** Offered by "Run and Debug: Select and Start Debugging" when mixdbg is chosen. Registered for
+ * the dynamic trigger only: VS Code appends what an initial provider returns to package.json's
+ * initialConfigurations (what `mixdbg setup` writes) when it creates a launch.json. */
+export class DynamicConfigurations implements vscode.DebugConfigurationProvider {
   provideDebugConfigurations(): vscode.DebugConfiguration[] {
     return [
       currentFileConfiguration(),
       { type: DEBUG_TYPE, request: 'attach', name: 'mixdbg: attach to a process', processId: '${command:mixdbg.pickProcess}' },
     ];
   }
+}
 
+/** Fills in F5 without launch.json, and checks the machine before the adapter starts. */
+export class ConfigurationProvider implements vscode.DebugConfigurationProvider {
   /** An empty configuration (F5, no launch.json) becomes "debug the Python file in the editor". */
   resolveDebugConfiguration(folder: vscode.WorkspaceFolder | undefined,
     config: vscode.DebugConfiguration): vscode.DebugConfiguration | undefined {

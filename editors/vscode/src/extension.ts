@@ -1,6 +1,6 @@
 // The mixdbg extension: contributes the debug type `mixdbg`, served by `mixdbg dap`.
 import * as vscode from 'vscode';
-import { AdapterFactory, ConfigurationProvider, DEBUG_TYPE } from './configuration';
+import { AdapterFactory, ConfigurationProvider, DEBUG_TYPE, DynamicConfigurations } from './configuration';
 import { resolveInterpreter } from './interpreter';
 import { checkMachine } from './machine';
 import { pickProcess } from './picker';
@@ -14,11 +14,10 @@ function currentFolder(): vscode.WorkspaceFolder | undefined {
 /** Registers the configuration providers, the adapter factory and the commands. */
 export function activate(context: vscode.ExtensionContext): void {
   const channel = vscode.window.createOutputChannel('mixdbg');
-  const provider = new ConfigurationProvider();
   context.subscriptions.push(
     channel,
-    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, provider),
-    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, provider,
+    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, new ConfigurationProvider()),
+    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, new DynamicConfigurations(),
       vscode.DebugConfigurationProviderTriggerKind.Dynamic),
     vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new AdapterFactory()),
     vscode.commands.registerCommand('mixdbg.pickProcess',

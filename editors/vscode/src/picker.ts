@@ -28,7 +28,12 @@ export async function pickProcess(interpreter: Interpreter): Promise<string | un
     void vscode.window.showErrorMessage(why);
     return undefined;
   }
-  const processes = JSON.parse(result.stdout) as PythonProcess[];
+  const processes = parseProcesses(result.stdout);
+  if (processes === undefined) {
+    void vscode.window.showErrorMessage(
+      `mixdbg ps --json printed something that is not a list of processes: ${firstLine(result.stdout)}`);
+    return undefined;
+  }
   if (processes.length === 0) {
     void vscode.window.showInformationMessage('mixdbg: no Python process is running that you may debug.');
     return undefined;
@@ -48,4 +53,20 @@ export async function pickProcess(interpreter: Interpreter): Promise<string | un
     matchOnDescription: true, matchOnDetail: true,
   });
   return picked ? String(picked.pid) : undefined;
+}
+
+/** The rows of `mixdbg ps --json`, or undefined when its output is not a JSON list. */
+function parseProcesses(stdout: string): PythonProcess[] | undefined {
+  try {
+    const parsed: unknown = JSON.parse(stdout);
+    return Array.isArray(parsed) ? parsed as PythonProcess[] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first non-empty line of `text`, shortened for a message. */
+function firstLine(text: string): string {
+  const line = text.trim().split('\n')[0] ?? '';
+  return line.length > 120 ? `${line.slice(0, 117)}...` : line || '(no output)';
 }
