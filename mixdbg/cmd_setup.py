@@ -41,7 +41,10 @@ script with 'python -m debugpy --listen PORT --wait-for-client script.py' and pi
 --install-extension installs the extension shipped with mixdbg (and nothing else: launch.json
 is left alone) with every editor CLI on PATH: {", ".join(editor_install.EDITOR_CLIS)}
 (or the one --editor names). Under Remote-SSH, run it in a terminal of the remote window:
-'code' there is VS Code's remote CLI and installs on the remote side, where mixdbg runs.
+'code' there (or 'cursor', 'codium') is the window's remote CLI and installs on the remote
+side, where mixdbg runs. In a plain ssh shell it uses the CLI of each Remote-SSH server
+already on this machine (~/.vscode-server, ~/.vscode-server-insiders, ~/.vscodium-server,
+~/.cursor-server).
 Without launch.json, F5 on a Python file then debugs it.
 """
 
@@ -177,7 +180,7 @@ def _report_install(extension: editor_install.Extension, outcomes: list[editor_i
     if as_json:
         print(json.dumps({"extension": extension.identifier, "version": extension.version,
                           "vsix": str(extension.vsix),
-                          "editors": [{"cli": o.cli.name, "path": o.cli.path, "remote": o.cli.remote,
+                          "editors": [{"cli": o.cli.name, "path": o.cli.path, "remote": o.cli.remote, "server": o.cli.server,
                                        "action": o.action} for o in outcomes]}, indent=2))
         return
     for outcome in outcomes:

@@ -7,7 +7,11 @@ Every editor of the VS Code family has a CLI that installs a ``.vsix``: ``code``
 ``code-insiders``, ``codium``, ``cursor``, ``code-server``. In a terminal of a Remote-SSH
 window, ``code`` on PATH is VS Code's remote CLI (it talks to the window through
 ``$VSCODE_IPC_HOOK_CLI``), and it installs into the VS Code server on the remote machine,
-where the debug adapter runs.
+where the debug adapter runs. In a plain SSH shell there is no such CLI, but the servers that
+Remote-SSH windows of VS Code, VS Code Insiders, VSCodium and Cursor installed on this machine
+have their own CLI (``~/.vscode-server/cli/servers/Stable-COMMIT/server/bin/code-server``, or
+``~/.vscode-server/bin/COMMIT/bin/code-server`` before VS Code 1.82): the newest of each
+installs into that server's extensions, which its Remote-SSH windows use.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ from pathlib import Path
 from mixdbg.errors import NotFoundError, UnavailableError
 
 EDITOR_CLIS = ("code", "code-insiders", "codium", "cursor", "code-server")
+#: Remote-SSH servers under the home directory: their folder, and their CLI's name.
+REMOTE_SERVERS = ((".vscode-server", "code-server"), (".vscode-server-insiders", "code-server-insiders"),
+                  (".vscodium-server", "codium-server"), (".cursor-server", "cursor-server"))
+#: Where a server keeps its CLI, below its folder: today's layout, and that before VS Code 1.82.
+SERVER_LAYOUTS = ("cli/servers/*/server/bin", "bin/*/bin")
 CLI_TIMEOUT = 120.0
 INSTALLED = "installed"
 ALREADY = "already installed"
@@ -46,10 +55,16 @@ class EditorCli:
     name: str
     path: str
     remote: bool = False
+    #: A Remote-SSH server's own CLI (found under the home directory, not on PATH).
+    server: bool = False
 
     def label(self) -> str:
         """How messages name it."""
-        where = ", VS Code's remote CLI: installs on this machine's VS Code server" if self.remote else ""
+        where = ""
+        if self.server:
+            where = ", a Remote-SSH server's CLI: installs for the Remote-SSH windows on this machine"
+        elif self.remote:
+            where = ", a Remote-SSH window's remote CLI: installs on this machine's server"
         return f"{self.name} ({self.path}{where})"
 
 
@@ -74,23 +89,47 @@ def shipped_extension() -> Extension:
 
 def find_editor_clis(editor: str | None = None) -> list[EditorCli]:
     """The editor CLIs to use: ``editor`` (a name on PATH or a path) when given, else every one
-    of ``EDITOR_CLIS`` on PATH (one per executable). Raises UnavailableError when there is none."""
-    remote = bool(os.environ.get("VSCODE_IPC_HOOK_CLI"))
+    of ``EDITOR_CLIS`` on PATH (one per executable) and, unless one of those is a remote CLI,
+    the newest CLI of each Remote-SSH server in the home directory. Raises UnavailableError
+    when there is none."""
     if editor is not None:
         path = shutil.which(editor)
         if path is None:
             raise UnavailableError(f"editor CLI {editor!r} not found (not an executable, nor on PATH)")
-        return [EditorCli(Path(editor).name, path, remote and Path(editor).name == "code")]
+        return [EditorCli(Path(editor).name, path, _is_remote_cli(Path(editor).name, path))]
     found: dict[str, EditorCli] = {}
     for name in EDITOR_CLIS:
         path = shutil.which(name)
         if path is not None:
-            found.setdefault(os.path.realpath(path), EditorCli(name, path, remote and name == "code"))
+            found.setdefault(os.path.realpath(path), EditorCli(name, path, _is_remote_cli(name, path)))
+    if not any(cli.remote for cli in found.values()):
+        for cli in remote_servers(Path.home()):
+            found.setdefault(os.path.realpath(cli.path), cli)
     if not found:
-        raise UnavailableError(f"no editor CLI on PATH (looked for {', '.join(EDITOR_CLIS)})",
+        raise UnavailableError(f"no editor CLI on PATH (looked for {', '.join(EDITOR_CLIS)}) and no Remote-SSH "
+                               f"server in {Path.home()}",
                                hint="name one with --editor PATH, or in the editor: Extensions view, '...' menu, "
                                     f"Install from VSIX..., and pick {shipped_extension().vsix}")
     return list(found.values())
+
+
+def _is_remote_cli(name: str, path: str) -> bool:
+    """Whether a CLI on PATH is a Remote-SSH window's remote CLI: it lives in the server's
+    ``remote-cli`` folder (any editor of the family), or is ``code`` while VS Code's IPC hook is set."""
+    in_server = f"{os.sep}remote-cli{os.sep}" in os.path.realpath(path)
+    return in_server or (name == "code" and bool(os.environ.get("VSCODE_IPC_HOOK_CLI")))
+
+
+def remote_servers(home: Path) -> list[EditorCli]:
+    """The newest CLI of each Remote-SSH server installed under ``home`` (see the module's doc)."""
+    servers = []
+    for folder, name in REMOTE_SERVERS:
+        candidates = [path for layout in SERVER_LAYOUTS for path in (home / folder).glob(f"{layout}/{name}")
+                      if os.access(path, os.X_OK)]
+        if candidates:
+            newest = max(candidates, key=lambda path: path.stat().st_mtime)
+            servers.append(EditorCli(name, str(newest), remote=True, server=True))
+    return servers
 
 
 class InstallError(UnavailableError):

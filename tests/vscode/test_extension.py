@@ -140,9 +140,10 @@ def test_ci_fails_instead_of_skipping_when_vscode_is_missing(monkeypatch: pytest
         unavailable("node is not on PATH")
 
 
-def run_install(path: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    """``mixdbg setup --install-extension`` with only ``path`` (and the system's bin) on PATH."""
-    env = {**os.environ, "PATH": f"{path}:/usr/bin:/bin"}
+def run_install(path: str, *extra: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``mixdbg setup --install-extension`` with only ``path`` (and the system's bin) on PATH,
+    and ``home`` as the home directory (where Remote-SSH servers are looked for) when given."""
+    env = {**os.environ, "PATH": f"{path}:/usr/bin:/bin", **({"HOME": str(home)} if home else {})}
     env.pop("VSCODE_IPC_HOOK_CLI", None)
     return subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--install-extension", *extra], env=env,
                           capture_output=True, text=True, timeout=300, check=False)
@@ -170,7 +171,7 @@ def test_install_extension_with_code_servers_cli(vscode_real: Path, tmp_path: Pa
     second = run_install(str(bin_dir))
     assert second.returncode == 0 and "already installed, nothing to do" in second.stdout
     report = json.loads(run_install(str(bin_dir), "--json").stdout)
-    assert report["editors"] == [{"cli": "code-server", "path": str(cli), "remote": False,
+    assert report["editors"] == [{"cli": "code-server", "path": str(cli), "remote": False, "server": False,
                                   "action": "already installed"}]
 
 
@@ -178,7 +179,7 @@ def test_install_extension_errors_are_one_line_with_an_exit_code(tmp_path: Path)
     # No editor CLI on PATH: 69, and the hint names the .vsix to install by hand
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = run_install(str(empty))
+    done = run_install(str(empty), home=empty)
     assert done.returncode == 69 and done.stdout == ""
     assert done.stderr.startswith("mixdbg: no editor CLI on PATH") and "mixdbg.vsix" in done.stderr
     # A CLI that fails: 69, its last line quoted
@@ -208,6 +209,45 @@ def test_under_remote_ssh_code_is_vscodes_remote_cli(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--install-extension"], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert "VS Code's remote CLI: installs on this machine's VS Code server" in done.stdout
+    assert "a Remote-SSH window's remote CLI: installs on this machine's server" in done.stdout
     assert calls.read_text().splitlines() == ["--list-extensions --show-versions",
                                               f"--install-extension {SHIPPED} --force"]
+
+
+def fake_cli(path: Path, calls: Path) -> Path:
+    """An editor CLI that records its arguments (one line per call) and lists no extension."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "$0 $@" >> "{calls}"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_in_a_plain_ssh_shell_the_newest_remote_ssh_servers_install(tmp_path: Path) -> None:
+    """No editor CLI on PATH (an ssh login, not a Remote-SSH terminal): the CLI of each
+    Remote-SSH server under the home directory installs, the newest one of each."""
+    home, calls = tmp_path / "home", tmp_path / "calls"
+    old = fake_cli(home / ".vscode-server/cli/servers/Stable-0ld/server/bin/code-server", calls)
+    new = fake_cli(home / ".vscode-server/cli/servers/Stable-n3w/server/bin/code-server", calls)
+    os.utime(old, (1_000_000, 1_000_000))
+    cursor = fake_cli(home / ".cursor-server/bin/c0mmit/bin/cursor-server", calls)  # the older layout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = run_install(str(empty), home=home)
+    assert done.returncode == 0, done.stderr
+    assert f"code-server ({new}, a Remote-SSH server's CLI: installs for the Remote-SSH windows" in done.stdout
+    assert f"cursor-server ({cursor}, a Remote-SSH server's CLI" in done.stdout
+    assert calls.read_text().splitlines() == [
+        f"{new} --list-extensions --show-versions", f"{new} --install-extension {SHIPPED} --force",
+        f"{cursor} --list-extensions --show-versions", f"{cursor} --install-extension {SHIPPED} --force"]
+
+
+def test_a_remote_cli_on_path_is_used_instead_of_the_servers(tmp_path: Path) -> None:
+    """In a Remote-SSH terminal of Cursor (its remote CLI is ``remote-cli/cursor``) the server's
+    own CLI is not used as well: both would install into the same server."""
+    home, calls = tmp_path / "home", tmp_path / "calls"
+    remote = fake_cli(home / ".cursor-server/bin/c0mmit/bin/remote-cli/cursor", calls)
+    fake_cli(home / ".cursor-server/bin/c0mmit/bin/cursor-server", calls)
+    done = run_install(str(remote.parent), home=home)
+    assert done.returncode == 0, done.stderr
+    assert f"cursor ({remote}, a Remote-SSH window's remote CLI: installs on this machine's server)" in done.stdout
+    assert [line.split()[0] for line in calls.read_text().splitlines()] == [str(remote), str(remote)]
