@@ -39,6 +39,7 @@ VERIFIED_FUNCTION_BREAKPOINT = "codicon-debug-breakpoint-function"
 
 
 @pytest.mark.timeout(600)
+@ON_EVERY_VSCODE
 def test_seed_run_f5_on_testdebug_with_a_function_breakpoint(code_server: CodeServer,
                                                              torch_installed: None) -> None:
     # Given the repository open, no launch.json, a function breakpoint typed into BREAKPOINTS

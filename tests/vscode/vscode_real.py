@@ -1,7 +1,7 @@
 """A real VS Code for the tests: code-server and headless Chromium, from ``../shared/vscode-real``
 beside the repository (CI clones main with shared/ beside it). VS Code 1.100 (code-server 4.100.3)
-for every test; the pybind11 scenario also on 1.139 (code-server 4.139.1, in a folder of its
-own) where ``MIXDBG_VSCODE_NEWER`` is set, as CI does.
+for every test; the seed run and the pybind11 scenario also on 1.139 (code-server 4.139.1, in
+a folder of its own) where ``MIXDBG_VSCODE_NEWER`` is set, as CI does.
 
 Each test gets its own code-server (own port, settings, extensions folder) with only our
 ``.vsix`` installed, installed by ``mixdbg setup --install-extension`` as a user would; the
@@ -195,10 +195,11 @@ def code_server(vscode_real: Path, tmp_path: Path, request: pytest.FixtureReques
     state = tmp_path / "code-server"
     user = state / "user"
     (user / "User").mkdir(parents=True)
-    # (1.139 opens a Chat side bar by default: hidden, for the views' room)
+    # (1.139 opens a Chat side bar by default: hidden, for the views' room; trees' sticky rows
+    # copy CALL STACK rows and lie over the top of the list: off, so a row is found once)
     settings = {"workbench.startupEditor": "none", "security.workspace.trust.enabled": False,
                 "extensions.autoCheckUpdates": False, "workbench.secondarySideBar.defaultVisibility": "hidden",
-                "chat.disableAIFeatures": True}
+                "chat.disableAIFeatures": True, "workbench.tree.enableStickyScroll": False}
     if options.mixdbg_python:
         settings["mixdbg.python"] = sys.executable
     (user / "User" / "settings.json").write_text(json.dumps(settings))

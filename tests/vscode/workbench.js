@@ -175,20 +175,20 @@ async function openWorkbench({ R, url, folder, shots }) {
     /** Every CALL STACK row in order, scrolling through the list (it renders only what is in view). */
     async fullCallStack() {
       const seen = new Map();
-      await scrollCallStack(-100000);
+      await callStackToTop();
       for (let unchanged = 0; unchanged < 2;) {
         const before = seen.size;
         for (const [index, text] of await indexedRows(page)) seen.set(index, text);
         unchanged = seen.size === before ? unchanged + 1 : 0;
         await scrollCallStack(300);
       }
-      await scrollCallStack(-100000);
+      await callStackToTop();
       return [...seen.entries()].sort((a, b) => a[0] - b[0]).map(([, text]) => text);
     },
     /** Selects the CALL STACK frame row whose text matches `pattern` (as a click does),
      * scrolling the list down from the top until that row is rendered. */
     async selectFrame(pattern) {
-      await scrollCallStack(-100000);
+      await callStackToTop();
       const row = page.locator('.debug-call-stack .monaco-list-row', { hasText: pattern }).first();
       for (let i = 0; i < 40 && !(await row.count()); i += 1) await scrollCallStack(200);
       await page.mouse.move(0, 0);  // the hover of a long frame name covers the rows below it
@@ -268,6 +268,14 @@ async function openWorkbench({ R, url, folder, shots }) {
       return limit;
     },
   };
+  /** Scrolls CALL STACK back to its first row, a wheel turn at a time (one large turn is not
+   * always taken whole). */
+  async function callStackToTop() {
+    for (let turn = 0; turn < 60; turn += 1) {
+      if ((await indexedRows(page)).some(([index]) => index === 0)) return;
+      await scrollCallStack(-1500);
+    }
+  }
   /** Turns the mouse wheel over CALL STACK by `dy` pixels. */
   async function scrollCallStack(dy) {
     const box = await page.locator('.debug-call-stack').first().boundingBox();
