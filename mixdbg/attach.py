@@ -296,6 +296,20 @@ def launch(target: Target, options: LaunchOptions) -> Debuggee:
                     ptracer=bool(report["ptracer"]))
 
 
+def run_without_debugger(target: Target, options: LaunchOptions) -> subprocess.Popen[bytes]:
+    """Start the target as ``python`` would, with no debugger, no gate and no agent (an
+    editor's Run Without Debugging), in a session of its own, its output where ``options``
+    send it."""
+    check_target(target, options.cwd)
+    command = [options.python, *(("-m", target.name) if target.kind == "module" else (target.name,)), *target.args]
+    try:
+        return subprocess.Popen(command, env=_launch_environment(options), start_new_session=True, cwd=options.cwd,
+                                stdout=options.stdout, stderr=options.stderr,
+                                stdin=options.stdin if options.stdin is not None else subprocess.DEVNULL)
+    except OSError as err:
+        raise NotFoundError(f"cannot start {options.python}: {err.strerror}") from err
+
+
 def _confirm_debuggee(pid: int, process: subprocess.Popen[bytes]) -> int:
     """Check with psutil that the reported PID is the process we started (or, when the
     interpreter is a wrapper such as ``conda run``, one of its descendants), and never the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import subprocess
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -75,6 +76,8 @@ class Adapter:
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.session: Session | None = None
         self.debuggee: attach.Debuggee | None = None
+        #: The program of a launch without debugging (``noDebug``): no session, no debuggee.
+        self.program: subprocess.Popen[bytes] | None = None
         self.hub: AgentHub | None = None
         self.output: OutputFiles | None = None
         self.terminal: TerminalRequest | None = None  # the editor's terminal, held for the session
@@ -174,8 +177,17 @@ class Adapter:
         if self.terminal is not None:
             self.terminal.close()
         log.info("session ended (%s)", code)
-        if self.session is not None:  # a client that never launched has nothing to be told
+        if self.session is not None or self.program is not None:  # one that never launched: nothing to tell
             self.connection.event("terminated")
+
+    def program_ended(self, returncode: int) -> None:
+        """The program of a launch without debugging ended: its exit code, then the end."""
+        if self.ended:
+            return
+        if self.output is not None:
+            self.output.drain()
+        self.connection.event("exited", {"exitCode": returncode if returncode >= 0 else 128 - returncode})
+        self.end_session(returncode)
 
     def client_gone(self) -> None:
         """The client vanished: let the debuggee go (it runs on), end, and stop serving."""

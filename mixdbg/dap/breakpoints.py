@@ -37,10 +37,19 @@ def describe(dap_id: int, body: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+#: The message of every breakpoint of a launch without debugging.
+NOT_DEBUGGING = "Run Without Debugging: breakpoints are not used"
+
+
 def _session(adapter: Adapter) -> Session:
     if adapter.session is None:
         raise DapError("set breakpoints after launch or attach")
     return adapter.session
+
+
+def _not_debugging(count: int) -> list[dict[str, Any]]:
+    """The answer to ``count`` breakpoints of a launch without debugging (``noDebug``): none is used."""
+    return [{"verified": False, "message": NOT_DEBUGGING} for _ in range(count)]
 
 
 def _check_python_condition(text: str | None, what: str) -> None:
@@ -61,6 +70,8 @@ def set_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, An
     if not path:
         raise DapError("setBreakpoints needs a source with a path")
     wanted = arguments.get("breakpoints") or [{"line": line} for line in arguments.get("lines", [])]
+    if adapter.program is not None:
+        return {"breakpoints": _not_debugging(len(wanted))}
     if path.endswith(PYTHON_SUFFIXES):
         return {"breakpoints": _python_lines(adapter, path, wanted)}
     return {"breakpoints": _native_lines(adapter, path, wanted)}
@@ -140,8 +151,10 @@ def _delete(session: Session, adapter: Adapter, number: int) -> None:
 def set_function_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     """Replace the function breakpoints: C/C++ names (every overload) and ``op:`` operators.
     One bad name or condition fails the request and changes nothing."""
-    session = _session(adapter)
     wanted = arguments.get("breakpoints") or []
+    if adapter.program is not None:
+        return {"breakpoints": _not_debugging(len(wanted))}
+    session = _session(adapter)
     specs = []
     for raw in wanted:
         text = str(raw.get("name", "")).strip() + (f" if {raw['condition']}" if raw.get("condition") else "")
@@ -176,6 +189,8 @@ def set_exception_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> di
     catchpoint. Native crashes always stop: the process would die unseen otherwise."""
     filters = set(arguments.get("filters") or [])
     filters.update(str(option.get("filterId")) for option in arguments.get("filterOptions") or [])
+    if adapter.program is not None:
+        return {"breakpoints": _not_debugging(len(filters))}
     _session(adapter).configure_agents(raised="python-raised" in filters, uncaught="python-uncaught" in filters)
     try:
         _session(adapter).table.catch_throw("cpp-throw" in filters)

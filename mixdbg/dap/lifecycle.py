@@ -1,11 +1,12 @@
-"""Starting and ending a DAP session: initialize, launch, attach, configurationDone,
-disconnect, terminate."""
+"""Starting and ending a DAP session: initialize, launch (also without debugging: ``noDebug``),
+attach, configurationDone, disconnect, terminate."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -89,23 +90,19 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
     cwd = str(arguments.get("cwd") or os.getcwd())
     attach.check_target(target, cwd)
     python = str(arguments.get("python") or sys.executable)
+    if arguments.get("noDebug"):
+        _run_without_debugging(adapter, arguments, target, cwd, python)
+        return
     adapter.hub = AgentHub(adapter.agent_message)
     adapter.hub.configure(just_my_code=bool(arguments.get("justMyCode", True)),
                           stop_on_entry=bool(arguments.get("stopOnEntry", False)))
     hub = adapter.hub
 
     def start_program() -> None:  # while gdb boots; held at its gate until configurationDone
-        terminal = _terminal(adapter, arguments, target, cwd)
-        if terminal is None:
-            adapter.output = OutputFiles(lambda category, text: adapter.connection.event(
-                "output", {"category": category, "output": text}))
-        env = {str(k): (None if v is None else str(v)) for k, v in (arguments.get("env") or {}).items()}
-        adapter.debuggee = attach.launch(target, attach.LaunchOptions(
-            python=python, host="127.0.0.1", port=0, tracer=os.getpid(),
-            stdout=terminal or (adapter.output.stdout[1] if adapter.output else None),
-            stderr=terminal or (adapter.output.stderr[1] if adapter.output else None), stdin=terminal,
-            stdin_devnull=True, no_vfork=str(arguments.get("follow", "python")) != FOLLOW_NONE,
-            agent_socket=str(hub.path), cwd=cwd, env=env))
+        terminal = _program_output(adapter, arguments, target, cwd)
+        adapter.debuggee = attach.launch(target, _launch_options(
+            adapter, arguments, python, cwd, terminal, tracer=os.getpid(),
+            no_vfork=str(arguments.get("follow", "python")) != FOLLOW_NONE, agent_socket=str(hub.path)))
         if terminal is not None:
             terminal.close()  # the debuggee has its own descriptors on it
         adapter.launched = True
@@ -123,6 +120,47 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
                                          "systemProcessId": debuggee.pid, "isLocalProcess": True,
                                          "startMethod": "launch"})
     adapter.connection.event("initialized")
+
+
+def _run_without_debugging(adapter: Adapter, arguments: dict[str, Any], target: attach.Target, cwd: str,
+                           python: str) -> None:
+    """``noDebug`` (VS Code's Run Without Debugging, Ctrl+F5): the program runs as ``python``
+    runs it, with no gdb and no agent, in the same console; its end ends the session."""
+    terminal = _program_output(adapter, arguments, target, cwd)
+    program = attach.run_without_debugger(target, _launch_options(adapter, arguments, python, cwd, terminal))
+    if terminal is not None:
+        terminal.close()
+    adapter.program = program
+    adapter.launched = adapter.terminate_on_end = True
+    adapter.connection.event("process", {"name": " ".join((target.name, *target.args)), "systemProcessId": program.pid,
+                                         "isLocalProcess": True, "startMethod": "launch"})
+    adapter.connection.event("initialized")
+
+    def wait() -> None:  # on its own thread; the end is served on the adapter's
+        code = program.wait()
+        adapter.queue.put(lambda session: adapter.program_ended(code))
+    threading.Thread(target=wait, name="program-wait", daemon=True).start()
+
+
+def _program_output(adapter: Adapter, arguments: dict[str, Any], target: attach.Target, cwd: str) -> IO[bytes] | None:
+    """Where the program's output goes: the editor's terminal (returned), or else output
+    events (``adapter.output``, and None returned)."""
+    terminal = _terminal(adapter, arguments, target, cwd)
+    if terminal is None:
+        adapter.output = OutputFiles(lambda category, text: adapter.connection.event(
+            "output", {"category": category, "output": text}))
+    return terminal
+
+
+def _launch_options(adapter: Adapter, arguments: dict[str, Any], python: str, cwd: str, terminal: IO[bytes] | None,
+                    **more: Any) -> attach.LaunchOptions:
+    """How the program starts: its interpreter, directory, environment changes and output."""
+    env = {str(k): (None if v is None else str(v)) for k, v in (arguments.get("env") or {}).items()}
+    return attach.LaunchOptions(
+        python=python, host="127.0.0.1", port=0,
+        stdout=terminal or (adapter.output.stdout[1] if adapter.output else None),
+        stderr=terminal or (adapter.output.stderr[1] if adapter.output else None), stdin=terminal,
+        stdin_devnull=True, cwd=cwd, env=env, **more)
 
 
 def _terminal(adapter: Adapter, arguments: dict[str, Any], target: attach.Target, cwd: str) -> IO[bytes] | None:
@@ -168,6 +206,9 @@ def attach_request(adapter: Adapter, arguments: dict[str, Any]) -> None:
 def configuration_done(adapter: Adapter, arguments: dict[str, Any]) -> None:
     """The client set its breakpoints: let the program start."""
     session = adapter.session
+    if session is None and adapter.program is not None:  # run without debugging: nothing to configure
+        adapter.configured = True
+        return
     if session is None:
         raise DapError("configurationDone before launch or attach")
     if adapter.debuggee is not None and adapter.hub is not None:
@@ -190,9 +231,14 @@ def disconnect(adapter: Adapter, arguments: dict[str, Any]) -> None:
     for attach) or, if mixdbg started it, is ended (the default for launch)."""
     adapter.done = True
     session = adapter.session
+    terminate = bool(arguments.get("terminateDebuggee", adapter.terminate_on_end))
+    if adapter.program is not None and not adapter.ended:
+        if terminate:
+            adapter.program.terminate()  # the process mixdbg started, by its PID
+        adapter.end_session()
+        return
     if session is None or adapter.ended:
         return
-    terminate = bool(arguments.get("terminateDebuggee", adapter.terminate_on_end))
     if not adapter.configured:
         if adapter.launched:
             _end_held(adapter)
@@ -207,6 +253,9 @@ def disconnect(adapter: Adapter, arguments: dict[str, Any]) -> None:
 @request("terminate")
 def terminate(adapter: Adapter, arguments: dict[str, Any]) -> None:
     """End the program mixdbg started (its followed children too)."""
+    if adapter.program is not None and not adapter.ended:
+        adapter.program.terminate()  # its end ends the session
+        return
     if adapter.session is None or adapter.ended:
         return
     if not adapter.launched:

@@ -171,3 +171,45 @@ def test_breakpoint_removed_at_a_python_stop_is_gone_in_every_stopped_process(da
     assert dap.wait_exited() == 0
     assert len(dap.events("stopped")) == 1
     assert "children [0, 0]" in dap.output("stdout")
+
+
+PLAIN_RUN = """import os, sys, time
+tracer = [line for line in open("/proc/self/status") if line.startswith("TracerPid:")][0].split()[1]
+print("ran", sys.argv[1:], "tracer", tracer)  # @print
+if sys.argv[1:] == ["wait"]:
+    time.sleep(60)
+sys.exit(3)
+"""
+
+
+def test_run_without_debugging_runs_the_program_as_python_does(dap: DapClient, tmp_path: Path) -> None:
+    # Given a script with a Python and a function breakpoint, launched with noDebug (Ctrl+F5)
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN_RUN)
+    startup = dap.launch({"program": str(script), "args": ["a", "b"], "cwd": str(tmp_path),
+                          "console": "internalConsole", "noDebug": True},
+                         breakpoints={script: [3]}, function_breakpoints=["main"])
+    # Then it runs to its end untraced (no gdb, no agent), never stops, and its exit code is reported
+    assert dap.wait_exited() == 3
+    dap.wait_event("terminated")
+    assert "ran ['a', 'b'] tracer 0" in dap.output("stdout")
+    assert not dap.events("stopped")
+    # ...and the breakpoints were answered as not used
+    for answered in (startup.breakpoints[str(script)], startup.function_breakpoints):
+        assert answered == [{"verified": False, "message": "Run Without Debugging: breakpoints are not used"}]
+
+
+def test_run_without_debugging_is_ended_by_terminate(dap: DapClient, tmp_path: Path) -> None:
+    # Given a program launched without debugging that waits
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN_RUN)
+    dap.launch({"program": str(script), "args": ["wait"], "cwd": str(tmp_path), "console": "internalConsole",
+                "noDebug": True})
+    process = dap.wait_event("process")
+    dap.wait_event("output", lambda e: "ran ['wait']" in e["body"]["output"])
+    # When the client terminates it (VS Code's Stop): that process ends, of SIGTERM
+    dap.request("terminate")
+    assert dap.wait_exited() == 128 + 15
+    dap.wait_event("terminated")
+    assert not psutil.pid_exists(process["body"]["systemProcessId"]) or \
+        psutil.Process(process["body"]["systemProcessId"]).status() == psutil.STATUS_ZOMBIE

@@ -35,6 +35,24 @@ class TerminalClient(DapClient):
         return {"processId": child.pid, "shellProcessId": child.pid}
 
 
+def test_run_without_debugging_runs_in_the_editors_terminal(tmp_path: Path, dap_schema: DapSchema) -> None:
+    script = tmp_path / "plain.py"
+    script.write_text("import sys\nprint('plain', sys.stdin.isatty(), sys.stdout.isatty())\n")
+    client = TerminalClient.spawn(mixdbg_dap_command(tmp_path / "dap.log"), tmp_path, dap_schema, timeout=60)
+    client.ptys = []
+    try:
+        client.launch({"program": str(script), "cwd": str(tmp_path), "noDebug": True})
+        # Then the program ran in the terminal (its stdin and stdout are the terminal), and ended the session
+        assert client.wait_exited() == 0
+        client.ptys[0].expect("plain True True")
+        client.wait_event("terminated")
+        client.ptys[0].expect(pexpect.EOF)
+    finally:
+        client.close()
+        for pty in client.ptys:
+            pty.terminate(force=True)
+
+
 def test_the_program_runs_in_the_editors_terminal(tmp_path: Path, dap_schema: DapSchema, natives: NativeSet,
                                                   capi_module: NativeModule) -> None:
     client = TerminalClient.spawn(mixdbg_dap_command(tmp_path / "dap.log"), tmp_path, dap_schema, timeout=60)

@@ -236,3 +236,21 @@ def test_module_configuration_asks_for_the_module(code_server: CodeServer, tmp_p
     steps = drive(code_server, "module.js", workspace, timeout=360, module="hello_module")
     assert "The module to run and debug" in steps["question"]
     assert ran.read_text() == "__main__"
+
+
+@pytest.mark.timeout(300)
+def test_run_without_debugging_ctrl_f5_runs_past_breakpoints(code_server: CodeServer, tmp_path: Path) -> None:
+    # Given a Python file with a breakpoint in its gutter, and no launch.json
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    ran = tmp_path / "ran"
+    (workspace / "plain.py").write_text(
+        "import os, pathlib\n"
+        "status = open('/proc/self/status').read()  # @stop\n"
+        f"pathlib.Path({str(ran)!r}).write_text(status.split('TracerPid:')[1].split()[0])\n")
+    # When Ctrl+F5 is pressed on it
+    steps = drive(code_server, "run_without_debugging.js", workspace, timeout=240, script="plain.py",
+                  line=marker_line(workspace / "plain.py", "stop"))
+    # Then it ran to its end, untraced (no gdb), and never stopped at the breakpoint
+    assert ran.read_text() == "0"
+    assert not steps["paused"]

@@ -28,7 +28,8 @@ export class DynamicConfigurations implements vscode.DebugConfigurationProvider 
 
 /** Fills in F5 without launch.json, and checks the machine before the adapter starts. */
 export class ConfigurationProvider implements vscode.DebugConfigurationProvider {
-  /** An empty configuration (F5, no launch.json) becomes "debug the Python file in the editor". */
+  /** An empty configuration (F5, no launch.json) becomes "debug the Python file in the editor";
+   * Ctrl+F5 (Run Without Debugging) the same, run without the debugger (`noDebug` kept). */
   resolveDebugConfiguration(folder: vscode.WorkspaceFolder | undefined,
     config: vscode.DebugConfiguration): vscode.DebugConfiguration | undefined {
     if (config.type || config.request || config.name) {
@@ -41,6 +42,9 @@ export class ConfigurationProvider implements vscode.DebugConfigurationProvider 
       return undefined;
     }
     const resolved = currentFileConfiguration();
+    if (config.noDebug) {
+      resolved.noDebug = true;
+    }
     if (!folder) {
       resolved.cwd = '${fileDirname}';
     }
@@ -50,7 +54,7 @@ export class ConfigurationProvider implements vscode.DebugConfigurationProvider 
   /** Runs last, after ${...} substitution: a missing mixdbg or a blocking problem stops here. */
   async resolveDebugConfigurationWithSubstitutedVariables(folder: vscode.WorkspaceFolder | undefined,
     config: vscode.DebugConfiguration): Promise<vscode.DebugConfiguration | undefined> {
-    return (await readyToDebug(await resolveInterpreter(folder))) ? config : undefined;
+    return (await readyToDebug(await resolveInterpreter(folder), !config.noDebug)) ? config : undefined;
   }
 }
 

@@ -20,14 +20,18 @@ const COPY_COMMAND = 'Copy command';
 /** Interpreters whose doctor found nothing blocking, so later sessions start without asking again. */
 const healthy = new Set<string>();
 
-/** True when a session may start with `interpreter`; otherwise one message said why and what to do. */
-export async function readyToDebug(interpreter: Interpreter): Promise<boolean> {
+/** True when a session may start with `interpreter`; otherwise one message said why and what to do.
+ * Run Without Debugging (`debugging` false) needs mixdbg only: what blocks gdb does not matter. */
+export async function readyToDebug(interpreter: Interpreter, debugging = true): Promise<boolean> {
   if (healthy.has(interpreter.path)) {
     return true;
   }
   const result = await runMixdbg(interpreter.path, ['doctor', '--json']);
   if (!(await usable(interpreter, result))) {
     return false;
+  }
+  if (!debugging) {
+    return true;
   }
   const blocking = parseChecks(result.stdout).filter((check) => check.status === 'fail');
   if (blocking.length === 0) {
