@@ -185,17 +185,25 @@ async function openWorkbench({ R, url, folder, shots }) {
       await callStackToTop();
       return [...seen.entries()].sort((a, b) => a[0] - b[0]).map(([, text]) => text);
     },
-    /** Selects the CALL STACK frame row whose text matches `pattern` (as a click does),
-     * scrolling the list down from the top until that row is rendered. */
+    /** Selects the CALL STACK frame row whose text matches `pattern` (a string it contains, or a
+     * RegExp) as the keyboard does: the list focused, Home, Down to that row, Enter. (Clicking
+     * needs the row in view, and the virtual list renders rows beyond its view: 1.139's did
+     * not always scroll to it.) */
     async selectFrame(pattern) {
       await callStackToTop();
-      const row = page.locator('.debug-call-stack .monaco-list-row', { hasText: pattern }).first();
-      for (let i = 0; i < 40 && !(await row.count()); i += 1) await scrollCallStack(200);
-      await page.mouse.move(0, 0);  // the hover of a long frame name covers the rows below it
-      await page.waitForTimeout(500);
-      // a row whose name is wider than the view never counts as "stable" for Playwright
-      await row.click({ force: true, position: { x: 40, y: 8 } });
-      await page.waitForTimeout(800);
+      const focused = page.locator('.debug-call-stack .monaco-list-row.focused').first();
+      const wanted = (text) => (pattern instanceof RegExp ? pattern.test(text) : text.includes(pattern));
+      for (let row = 0; row < 300; row += 1) {
+        const text = squash(await focused.innerText({ timeout: 2000 }).catch(() => ''));
+        if (wanted(text)) {
+          await page.keyboard.press('Enter');
+          await page.waitForTimeout(800);
+          return;
+        }
+        await page.keyboard.press('ArrowDown');
+        await page.waitForTimeout(30);
+      }
+      throw new Error(`no CALL STACK row matches ${pattern}`);
     },
     /** Waits for a VARIABLES row matching `pattern`, expanding collapsed scopes on the way. */
     async waitForVariable(pattern, timeout = 30000) {
@@ -268,13 +276,11 @@ async function openWorkbench({ R, url, folder, shots }) {
       return limit;
     },
   };
-  /** Scrolls CALL STACK back to its first row, a wheel turn at a time (one large turn is not
-   * always taken whole). */
+  /** Focuses CALL STACK on its first row (Home), which scrolls it there. */
   async function callStackToTop() {
-    for (let turn = 0; turn < 60; turn += 1) {
-      if ((await indexedRows(page)).some(([index]) => index === 0)) return;
-      await scrollCallStack(-1500);
-    }
+    await page.locator('.debug-call-stack .monaco-list').first().focus();
+    await page.keyboard.press('Home');
+    await page.waitForTimeout(300);
   }
   /** Turns the mouse wheel over CALL STACK by `dy` pixels. */
   async function scrollCallStack(dy) {
