@@ -100,6 +100,8 @@ class Stepper:
     landing: tuple[int, int] | None = None
     #: Step Into preparation left for idle time: (library, the function's key in ``_entries``).
     _idle: list[tuple[str, EntryKey]] = field(default_factory=list)
+    #: The signals gdb already passes to the program without stopping (``_queue_signal``).
+    _passed: set[int] = field(default_factory=set)
     #: Where gdb breaks in the user's functions; None: not at one address.
     _entries: dict[EntryKey, str | None] = field(default_factory=dict)
 
@@ -157,8 +159,8 @@ class Stepper:
             if outer is None:
                 self.resume_all()
                 return
-            inner = at.stack.frames[outer[0] - 1]  # the frame returning into the user's caller
-            level = inner.level if inner.level is not None else level
+            returning = _returning_frame(at.stack, outer[0])
+            level = returning.level if returning is not None and returning.level is not None else level
             self._gdb_step("-exec-finish", at.thread, level)
             return
         if kind == "stepIn":
@@ -169,12 +171,11 @@ class Stepper:
         """Out of native code called from the Python frame ``caller`` (at ``depth``) of
         ``stack``: a Step Out, or a ``next`` off the end of the user's native function.
         The agent stops at the caller's next line; in a main thread whose agent has its
-        signal, gdb first finishes the call into the interpreter's loop (from the first frame
-        inward that is not inlined there: gdb finishes real frames), and the signal then
+        signal, gdb first finishes the call into the interpreter's loop, and the signal then
         stops the caller on its own line, the call complete (``after_native_step``)."""
         self._arm(at, agents.STEP_TO_DEPTH, depth)
         signal = self.step_signal_of(at.pid) if at.tid == at.pid else None
-        returning = next((frame for frame in reversed(stack.frames[:caller]) if not frame.inline), None)
+        returning = _returning_frame(stack, caller)
         if signal is None or returning is None or returning.level is None:
             self.resume_all()
             return
@@ -210,8 +211,8 @@ class Stepper:
             else:
                 self._out_to_python(at, stack, visible, target.depth)
         else:
-            inner = stack.frames[visible - 1]
-            self._gdb_step("-exec-finish", at.thread, inner.level or 0)
+            returning = _returning_frame(stack, visible)
+            self._gdb_step("-exec-finish", at.thread, (returning.level or 0) if returning is not None else 0)
         return False
 
     def prepare(self, pid: int) -> None:
@@ -279,14 +280,17 @@ class Stepper:
         self.temporary.append(str(result["bkpt"]["number"]))
 
     def _queue_signal(self, thread: int, number: int) -> None:
-        """Have gdb deliver signal ``number`` to ``thread`` as it resumes, without stopping."""
+        """Have gdb deliver signal ``number`` to ``thread`` as it resumes, without stopping
+        (gdb is told once per signal to pass it silently)."""
         name = f"SIG{number}"
-        for command in (f"handle {name} nostop noprint pass", f"queue-signal {name}"):
+        commands = ([] if number in self._passed else [f"handle {name} nostop noprint pass"]) + [f"queue-signal {name}"]
+        for command in commands:
             try:
                 self.gdb.command(f"-interpreter-exec --thread {thread} console {mi_quote(command)}")
             except GdbCommandError as err:  # the agent's next-line stop is still armed
                 log.info("step signal: %s", err.gdb_message)
                 return
+        self._passed.add(number)
 
     def _gdb_step(self, command: str, thread: int, level: int) -> None:
         self.native_thread = thread
@@ -295,3 +299,10 @@ class Stepper:
         except GdbCommandError as err:
             self.native_thread = None
             raise DebuggerError(f"gdb cannot step here: {err.gdb_message}") from err
+
+
+def _returning_frame(stack: MixedStack, caller: int) -> Frame | None:
+    """The frame whose return lands in frame ``caller`` of ``stack``: the first inward of it
+    that is not inlined (gdb finishes real frames only: asked to finish a frame inlined in
+    another, it stopped at once on 3.10's ``call_function``)."""
+    return next((frame for frame in reversed(stack.frames[:caller]) if not frame.inline), None)
