@@ -56,12 +56,13 @@ def _load_sibling(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from mixdbg.pyagent import channel, layout, values
-else:
-    layout, values, channel = (_load_sibling(name) for name in ("layout", "values", "channel"))
+    from mixdbg.pyagent import channel, layout, members, stopsession, values
+else:  # in dependency order: stopsession uses members and values
+    layout, members, values, stopsession, channel = (
+        _load_sibling(name) for name in ("layout", "members", "values", "stopsession", "channel"))
 STEP_IN, STEP_TO_DEPTH, STEP_OUT = layout.STEP_IN, layout.STEP_TO_DEPTH, layout.STEP_OUT
 #: The agent's own code files, whose frames are never shown (nor counted in K).
-_AGENT_FILES = frozenset({__file__, layout.__file__, values.__file__, channel.__file__})
+_AGENT_FILES = frozenset({__file__, *(module.__file__ for module in (layout, members, values, stopsession, channel))})
 _native_trap = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("Py_GetCompiler", ctypes.pythonapi))
 #: The stop: called with a mailbox address, returns when the engine resumes the thread.
 #: Tests replace it by a Python callable that plays the engine.
@@ -573,8 +574,10 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
         message["exception"] = exception
     if frames is not None:
         message["frames"] = [values.frame_record(f) for f in frames]
-    session = values.StopSession(frames if frames is not None else _user_frames(frame))
     mailbox = _mailbox(state)
+    # A request is cancelled by the engine writing into ``in`` while it runs (DAP cancel, Pause).
+    session = stopsession.StopSession(frames if frames is not None else _user_frames(frame),
+                                      cancelled=lambda: mailbox.in_len != 0)
     while True:
         command = layout.exchange(mailbox, message, trap) or {"command": "continue"}
         name = command.get("command", "continue")
