@@ -62,7 +62,9 @@ IDLE = 0.05
 #: How many times (one per interval) to retry a resume gdb refused before giving up.
 MAX_STALLED_RESUMES = 5
 #: After a Python request was cancelled: how long its thread may take to reach its next
-#: Python line (a request waiting in native code, ``time.sleep``, is then paused there).
+#: Python line before the agent's signal is sent (it ends a wait in native code, such as
+#: ``time.sleep``, in the main thread), and before the thread is paused where it waits.
+SIGNAL_AFTER = 0.5
 CANCEL_GRACE = 2.0
 
 
@@ -270,13 +272,15 @@ class Session:
         the user typed (the Debug Console, the clipboard, a new value) runs until it ends or
         is cancelled; anything else is cancelled after STOP_TIMEOUT."""
         stop, self._reply = self.stop, None
+        signal_number = self._cancel_signal(stop)
         self.python.ask(stop, request)
         with self._asking_lock:
             self._asking, self._cancelled_at = stop.mailbox if stop is not None else None, None
         paused = False
         try:
             self.state = "running"
-            paused = self._await_reply(stop, None if _runs_until_cancelled(request) else STOP_TIMEOUT)
+            paused = self._await_reply(stop, None if _runs_until_cancelled(request) else STOP_TIMEOUT,
+                                       signal_number)
         finally:
             with self._asking_lock:
                 self._asking = None
@@ -288,11 +292,12 @@ class Session:
                 raise DebuggerError("cancelled; the request waited in native code: its thread is paused there") from None
             raise
 
-    def _await_reply(self, stop: StopPoint | None, timeout: float | None) -> bool:
+    def _await_reply(self, stop: StopPoint | None, timeout: float | None, signal_number: int | None) -> bool:
         """Process gdb's records until the agent replies (or another stop came first). Past
-        ``timeout`` the request is cancelled; a request cancelled CANCEL_GRACE ago that has
-        not ended waits in native code: its thread is paused there (True)."""
-        started = time.monotonic()
+        ``timeout`` the request is cancelled; a cancelled request that has not ended after
+        SIGNAL_AFTER gets the agent's signal (``signal_number``: the main thread's, None
+        elsewhere), after CANCEL_GRACE its thread is paused where it waits (True)."""
+        started, signalled = time.monotonic(), False
 
         def settled() -> bool:
             return self._reply is not None or self.stop is not stop
@@ -301,6 +306,8 @@ class Session:
             now, cancelled = time.monotonic(), self._cancelled_at
             if cancelled is None:
                 return timeout is not None and now - started >= timeout
+            if signal_number is not None and not signalled:
+                return now - cancelled >= SIGNAL_AFTER
             return now - cancelled >= CANCEL_GRACE
         while True:
             self._pump_until(lambda: settled() or due(), float("inf"), "the Python request", reporting=True)
@@ -308,11 +315,24 @@ class Session:
                 return False
             if self._cancelled_at is None:
                 self.cancel_python_request()
-                continue
-            self.gdb.command("-exec-interrupt")
-            self._pump_until(lambda: self.stop is not stop, STOP_TIMEOUT, "the pause of a Python request",
-                             reporting=True)
-            return True
+            elif signal_number is not None and not signalled and stop is not None:
+                signalled = True
+                os.kill(stop.pid, signal_number)  # the main thread: the only one running
+            else:
+                self.gdb.command("-exec-interrupt")
+                self._pump_until(lambda: self.stop is not stop, STOP_TIMEOUT, "the pause of a Python request",
+                                 reporting=True)
+                return True
+
+    def _cancel_signal(self, stop: StopPoint | None) -> int | None:
+        """The signal that ends a cancelled request waiting in native code: the agent's step
+        signal, when the request runs in the main thread and gdb passes it silently."""
+        if stop is None or stop.mailbox is None or stop.mailbox.tid != stop.pid:
+            return None
+        number = self.python.step_signal(stop.pid)
+        if number is None or not self.stepper.pass_signal(stop.thread, number):
+            return None
+        return number
 
     def cancel_python_request(self) -> bool:
         """Cancel the Python request being served, from any thread (a DAP ``cancel``, Pause):
@@ -530,6 +550,7 @@ class Session:
         self.stepper.disarm()
         if pid is not None:
             self.view.select(pid)
+        self.inspect.forget()  # a stop during a Python request: what the last stop read is stale
         self.stop = StopPoint(pid or 0, thread_id or 0, python)
         if self.eager_stacks:
             stack_now = self.view.mixed_stack(self.all_threads)

@@ -150,7 +150,10 @@ class Adapter:
                 body = handler(self, request.get("arguments") or {})
             finally:
                 cancelled = self.requests.end(request)
-            self.connection.respond(request, body)
+            if cancelled:  # interrupted: what it answered is not the whole answer
+                self.connection.fail(request, CANCELLED)
+            else:
+                self.connection.respond(request, body)
         except SessionEnded:
             self.connection.respond(request)
             raise

@@ -390,7 +390,9 @@ def _take_step_signal() -> None:
 
 def _on_step_signal(signum: int, frame: FrameType | None) -> None:
     """The engine's :data:`STEP_SIGNAL`: a native Step Out returned into ``frame``; stop
-    there if the step armed on this thread still waits for a frame that deep."""
+    there if the step armed on this thread still waits for a frame that deep. Sent while a
+    request is served, it ends the request if it was cancelled."""
+    values.raise_if_cancelled()
     slot = _my_slot()
     if frame is not None and slot is not None and slot.mode == STEP_TO_DEPTH and _depth_at_most(frame, slot.depth):
         _stop(frame, "step", description="Paused after step")

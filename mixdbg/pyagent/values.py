@@ -188,13 +188,26 @@ def run_cancellable(call: Any, cancelled: Any) -> Any:
         return check
 
     def traced() -> Any:
-        previous = sys.gettrace()
+        global _serving
+        previous, outer = sys.gettrace(), _serving
         sys.settrace(check)
+        _serving = cancelled
         try:
             return call()
         finally:
             sys.settrace(previous)
+            _serving = outer
     return sys.call_tracing(traced, ())
+
+
+_serving: Any = None  # the ``cancelled`` of the request being served, if any
+
+
+def raise_if_cancelled() -> None:
+    """From the agent's signal handler (the main thread): end the request being served if
+    it was cancelled (the engine's signal interrupts a wait in native code, ``sleep``)."""
+    if _serving is not None and _serving():
+        raise Cancelled("cancelled")
 
 
 #: 3.10 and 3.11 send no line event when a loop jumps back to its own line (``while True:

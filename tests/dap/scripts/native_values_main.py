@@ -1,0 +1,17 @@
+"""Native values a debugger changes (the C API module): a struct member set at a stop in
+native_point_sum is the one its sum then uses; a Python stop from which an evaluation runs
+native code (a native breakpoint may hit during it)."""
+
+import mixdbg_testext as ext
+from finish import finish
+
+
+def main():
+    before = ext.point_sum(1)  # @native
+    ready = 1  # @python
+    after = ext.loop(3)  # @after_python
+    finish(f"native values sum {before} ready {ready} loop {after}")  # @after
+
+
+if __name__ == "__main__":
+    main()
