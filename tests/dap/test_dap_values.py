@@ -143,6 +143,14 @@ def test_native_values_set_and_a_native_breakpoint_during_a_python_evaluation(
     thread, frame = _start(dap, natives, "native_values_main.py", {
         capi.source: [capi.line("point")], script: [natives.line("native_values_main.py", "python")]})
     assert frame["name"] == "native_point_sum"
+    # the Python frames below show what memory allows: an instance's attributes, a list's
+    # length, and a module's frame its globals
+    frames = {f["name"]: f for f in dap.stack(thread)}
+    local = dap.frame_variables(frames["main"]["id"], "Locals")
+    assert [(name, local[name]["value"]) for name in ("box", "sizes", "before")] == [
+        ("box", "Box(size=2, label='b')"), ("sizes", "list (len 3)"), ("before", "<unset>")]
+    module = dap.frame_variables(frames["<module>"]["id"], "Locals")
+    assert module["ext"]["value"] == "<module 'mixdbg_testext'>" and module["Box"]["value"] == "<class 'Box'>"
     scopes = {scope["name"]: scope["variablesReference"] for scope in dap.scopes(frame["id"])}
     assert "Registers" in scopes
     local = dap.frame_variables(frame["id"], "Locals")

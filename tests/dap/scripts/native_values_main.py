@@ -6,8 +6,17 @@ import mixdbg_testext as ext
 from finish import finish
 
 
+class Box:
+    """A plain instance: a native stop shows its attributes, read from memory."""
+
+    def __init__(self, size):
+        self.size = size
+        self.label = "b"
+
+
 def main():
-    before = ext.point_sum(1)  # @native
+    box, sizes = Box(2), [1, 2, 3]
+    before = ext.point_sum(box.size - 1)  # @native
     ready = 1  # @python
     after = ext.loop(3)  # @after_python
     finish(f"native values sum {before} ready {ready} loop {after}")  # @after
