@@ -38,11 +38,15 @@ class Ref(NamedTuple):
 
 
 class StopSession:
-    """The requests served at one stop of one thread (``cancelled``: whether the engine
-    asked to stop the request being served)."""
+    """The requests served at one stop of one thread. ``returns``: the return values a step
+    saw for the stopped frame (frame 0), shown first among its locals as ``(return) name``,
+    read-only, as debugpy shows them; ``cancelled``: whether the engine asked to stop the
+    request being served."""
 
-    def __init__(self, frames: list[FrameType], cancelled: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, frames: list[FrameType], returns: list[tuple[str, object]] | tuple[()] = (),
+                 cancelled: Callable[[], bool] = lambda: False) -> None:
         self.frames = frames
+        self.returns = list(returns)
         self.refs: list[Ref] = []
         self.cancelled = cancelled
 
@@ -98,7 +102,9 @@ class StopSession:
         frame = self.frames[index]
         if command.get("scope") == "globals":
             return members.scope_members(dict(frame.f_globals), lambda name: _set_global(frame, name))
-        return members.scope_members(dict(frame.f_locals), lambda name: _set_local(frame, name))
+        returned = [members.Member(f"(return) {name}", value, hint="readOnly") for name, value in self.returns]
+        return (returned if index == 0 else []) + members.scope_members(dict(frame.f_locals),
+                                                                          lambda name: _set_local(frame, name))
 
     def _children(self, ref: Ref, command: dict[str, Any], hex_ints: bool) -> list[members.Member]:
         """The members the client asked for: ``filter`` ``indexed`` (a page of items from

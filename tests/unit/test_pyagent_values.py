@@ -106,6 +106,14 @@ def test_members_as_debugpy_shows_them() -> None:
     assert _by_name(_children(session, local["empty"]))["len()"]["value"] == "0" and local["text"]["ref"] == 0
 
 
+def test_return_values_come_first_read_only() -> None:
+    local = 1  # noqa: F841
+    session = stopsession.StopSession([sys._getframe()], returns=[("compute", 42)])
+    shown = _ask(session, command="variables", frame=0)["variables"]
+    assert [(var["name"], var["value"], var.get("hint")) for var in shown][:2] == [
+        ("(return) compute", "42", "readOnly"), ("local", "1", None)]
+
+
 def test_item_names_are_zero_padded_and_hex_on_request() -> None:
     twelve = list(range(12))  # noqa: F841
     session = _session()
