@@ -5,7 +5,7 @@ Loaded by path beside ``agent.py`` as ``_mixdbg_agent_members``. debugpy's facts
 (plain names first, then ``_x``, ``__x``, ``__x__``); names that are special (``__x__``),
 protected (``_x``, ``x__``), functions or classes go into four groups shown first; a
 container's items follow, named by their zero-padded index or their key's repr, then a
-``len()`` member. Every member that an expression reaches carries it (``evaluateName``:
+``len()`` member. Protected names are shown inline (debugpy's default presentation). Every member that an expression reaches carries it (``evaluateName``:
 ``x.a``, ``x[0]``, ``x['k']``, ``len(x)``), and how to write it (``setVariable``).
 
 Items are listed a page at a time (``items``), so a container of millions is never read
@@ -85,16 +85,21 @@ def group_of(name: str, value: object) -> str | None:
     return None
 
 
+#: The groups debugpy shows as groups by default (``variablePresentation``: protected
+#: members are ``inline``).
+GROUPED = (SPECIAL, FUNCTIONS, CLASSES)
+
+
 def grouped(members: Iterable[Member], sort: bool = True) -> list[Member]:
     """Members with the grouped ones moved into their groups, the groups first."""
     groups: dict[str, list[Member]] = {}
     inline: list[Member] = []
     for member in members:
         title = group_of(member.name, member.value) if member.hint is None else None
-        if title is None:
+        if title not in GROUPED:
             inline.append(member)
         else:
-            groups.setdefault(title, []).append(member)
+            groups.setdefault(str(title), []).append(member)
     if sort:
         inline.sort(key=lambda m: sort_key(m.name))
     shown = [Member(title, Group(title, sorted(groups[title], key=lambda m: sort_key(m.name))), hint="virtual")

@@ -286,20 +286,19 @@ def _key_completions(key: re.Match[str], namespace: dict[str, Any], end: int) ->
 
 
 def _kind(value: object) -> str:
-    """A completion's DAP type for a value, as debugpy maps its kinds."""
+    """A completion's DAP type for a value, as debugpy maps its kinds (anything that is no
+    module, class or function is a ``field``)."""
     if inspect.ismodule(value):
         return "module"
     if inspect.isclass(value):
         return "class"
     if inspect.isroutine(value):
         return "function"
-    return "variable"
+    return "field"
 
 
 def _attribute_kind(owner: object, name: str) -> str:
     try:
-        found = inspect.getattr_static(owner, name)
+        return _kind(inspect.getattr_static(owner, name))
     except AttributeError:
         return "field"
-    kind = _kind(found)
-    return "field" if kind == "variable" else kind

@@ -87,18 +87,18 @@ def test_members_as_debugpy_shows_them() -> None:
     kids = _by_name(_children(session, local["table"]))
     assert kids["'k'"]["evaluateName"] == "table['k']" and kids["(1, 2)"]["evaluateName"] == "table[(1, 2)]"
     assert "evaluateName" not in kids[repr(Plain)] and kids["len()"]["evaluateName"] == "len(table)"
-    # an object: its public attributes inline; class, protected, special and function ones grouped
+    # an object: its attributes inline, protected ones last; class, special and function ones grouped
     kids = _by_name(_children(session, local["plain"]))
-    assert list(kids)[:4] == [SPECIAL, members.PROTECTED, FUNCTIONS, members.CLASSES]
-    assert kids["x"]["evaluateName"] == "plain.x" and "kind" not in kids
+    assert list(kids) == [SPECIAL, FUNCTIONS, members.CLASSES, "x", "_hidden"]
+    assert kids["x"]["evaluateName"] == "plain.x" and kids["_hidden"]["evaluateName"] == "plain._hidden"
     assert "method" in _by_name(_children(session, kids[FUNCTIONS]))
-    assert _by_name(_children(session, kids[members.PROTECTED]))["_hidden"]["evaluateName"] == "plain._hidden"
     assert "a" in _by_name(_children(session, local["slotted"])) and "b" not in _by_name(
         _children(session, local["slotted"]))  # b is unset
     # a dataclass and a namedtuple: fields in declaration order, after the groups
     kids = [kid["name"] for kid in _children(session, local["point"]) if kid["name"] not in members.GROUPS]
     assert kids == ["y", "x"]
-    kids = [kid for kid in _children(session, local["pair"]) if kid["name"] not in members.GROUPS]
+    kids = [kid for kid in _children(session, local["pair"]) if kid["name"] not in members.GROUPS
+            and not kid["name"].startswith("_")]
     assert [(kid["name"], kid.get("evaluateName")) for kid in kids] == [
         ("right", "pair.right"), ("left", "pair.left"), ("len()", "len(pair)")]
     assert kids[0]["hint"] == "readOnly"  # a tuple's field cannot be set
@@ -249,7 +249,7 @@ def test_completions_names_attributes_and_keys() -> None:
         found = _ask(session, command="completions", frame=0, text=text, column=len(text) + 1)["targets"]
         return {target["label"]: target for target in found}
     found = labels("sett")
-    assert found["settings"] == {"label": "settings", "type": "variable", "start": 0, "length": 4}
+    assert found["settings"] == {"label": "settings", "type": "field", "start": 0, "length": 4}
     assert "setattr" in labels("seta") and labels("seta")["setattr"]["type"] == "function"
     found = labels("x = plain.me")
     assert found == {"method": {"label": "method", "type": "function", "start": 10, "length": 2}}
