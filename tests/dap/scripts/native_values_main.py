@@ -15,7 +15,7 @@ class Box:
 
 
 def main():
-    box, sizes = Box(2), [1, 2, 3]
+    box, sizes = Box(2), [1, 2, 3]  # noqa: F841 (a native stop shows it)
     before = ext.point_sum(box.size - 1)  # @native
     ready = 1  # @python
     after = ext.loop(3)  # @after_python
