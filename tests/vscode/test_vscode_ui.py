@@ -254,3 +254,24 @@ def test_run_without_debugging_ctrl_f5_runs_past_breakpoints(code_server: CodeSe
     # Then it ran to its end, untraced (no gdb), and never stopped at the breakpoint
     assert ran.read_text() == "0"
     assert not steps["paused"]
+
+
+@pytest.mark.timeout(600)
+def test_set_value_in_variables_is_the_value_the_program_uses(code_server: CodeServer, tmp_path: Path) -> None:
+    # Given a Python file with a breakpoint in its gutter after `count = 1`, and no launch.json
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    result = tmp_path / "doubled"
+    (workspace / "counts.py").write_text(
+        "import pathlib\n"
+        "count = 1\n"
+        "doubled = count * 2  # @stop\n"
+        "print(f'doubled {doubled}', flush=True)\n"
+        f"pathlib.Path({str(result)!r}).write_text(str(doubled))\n")
+    # When F5 stops there and count is set to 21 from the VARIABLES view (Set Value)
+    steps = drive(code_server, "set_value.js", workspace, timeout=240, script="counts.py",
+                  line=marker_line(workspace / "counts.py", "stop"), name="count", value="21")
+    # Then VARIABLES shows 21, and the program, continued, used it
+    assert re.match(r"count\b.*\b1$", steps["before"]), steps["before"]
+    assert re.match(r"count\b.*\b21$", steps["after"]), steps["variables"]
+    assert result.read_text() == "42"
