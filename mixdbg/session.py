@@ -61,10 +61,9 @@ RECONCILE_INTERVAL = 2.0
 IDLE = 0.05
 #: How many times (one per interval) to retry a resume gdb refused before giving up.
 MAX_STALLED_RESUMES = 5
-#: After a Python request was cancelled: how long its thread may take to reach its next
-#: Python line before the agent's signal is sent (it ends a wait in native code, such as
-#: ``time.sleep``, in the main thread), and before the thread is paused where it waits.
-SIGNAL_AFTER = 0.5
+#: After a Python request was cancelled: how long it may take to end (the main thread's at
+#: the agent's signal, sent at once; another thread's at its next traced line or call)
+#: before its thread is paused where it waits (in native code).
 CANCEL_GRACE = 2.0
 
 
@@ -294,9 +293,9 @@ class Session:
 
     def _await_reply(self, stop: StopPoint | None, timeout: float | None, signal_number: int | None) -> bool:
         """Process gdb's records until the agent replies (or another stop came first). Past
-        ``timeout`` the request is cancelled; a cancelled request that has not ended after
-        SIGNAL_AFTER gets the agent's signal (``signal_number``: the main thread's, None
-        elsewhere), after CANCEL_GRACE its thread is paused where it waits (True)."""
+        ``timeout`` the request is cancelled; a cancelled request gets the agent's signal
+        (``signal_number``: the main thread's, None elsewhere), and one that has not ended
+        CANCEL_GRACE later has its thread paused where it waits (True)."""
         started, signalled = time.monotonic(), False
 
         def settled() -> bool:
@@ -306,9 +305,7 @@ class Session:
             now, cancelled = time.monotonic(), self._cancelled_at
             if cancelled is None:
                 return timeout is not None and now - started >= timeout
-            if signal_number is not None and not signalled:
-                return now - cancelled >= SIGNAL_AFTER
-            return now - cancelled >= CANCEL_GRACE
+            return (signal_number is not None and not signalled) or now - cancelled >= CANCEL_GRACE
         while True:
             self._pump_until(lambda: settled() or due(), float("inf"), "the Python request", reporting=True)
             if settled():

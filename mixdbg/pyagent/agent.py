@@ -579,7 +579,9 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
     mailbox = _mailbox(state)
     # A request is cancelled by the engine writing into ``in`` while it runs (DAP cancel, Pause).
     session = stopsession.StopSession(frames if frames is not None else _user_frames(frame),
-                                      cancelled=lambda: mailbox.in_len != 0)
+                                      cancelled=lambda: mailbox.in_len != 0,
+                                      signalled=_step_signal is not None
+                                      and threading.current_thread() is threading.main_thread())
     while True:
         command = layout.exchange(mailbox, message, trap) or {"command": "continue"}
         name = command.get("command", "continue")

@@ -41,20 +41,23 @@ class StopSession:
     """The requests served at one stop of one thread. ``returns``: the return values a step
     saw for the stopped frame (frame 0), shown first among its locals as ``(return) name``,
     read-only, as debugpy shows them; ``cancelled``: whether the engine asked to stop the
-    request being served."""
+    request being served; ``signalled``: the engine's signal interrupts a cancelled request
+    of this thread (the main thread, where the agent handles it), so none is traced."""
 
     def __init__(self, frames: list[FrameType], returns: list[tuple[str, object]] | tuple[()] = (),
-                 cancelled: Callable[[], bool] = lambda: False) -> None:
+                 cancelled: Callable[[], bool] = lambda: False, signalled: bool = False) -> None:
         self.frames = frames
         self.returns = list(returns)
         self.refs: list[Ref] = []
         self.cancelled = cancelled
+        self.signalled = signalled
 
     def handle(self, command: dict[str, Any]) -> dict[str, Any]:
         """Answer one request with a reply message (errors are one line)."""
         reply: dict[str, Any] = {"event": "reply", "id": command.get("id")}
         try:
-            reply["body"] = values.run_cancellable(lambda: self._answer(command), self.cancelled)
+            reply["body"] = values.run_cancellable(lambda: self._answer(command), self.cancelled,
+                                                   traced=not self.signalled)
         except values.Cancelled:
             reply["error"] = "cancelled"
         except Exception as err:  # the user's code ran: any error is the answer

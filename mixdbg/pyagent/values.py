@@ -15,6 +15,7 @@ import json
 import re
 import reprlib
 import sys
+import threading
 from types import CodeType, FrameType
 from typing import Any
 
@@ -170,67 +171,99 @@ def set_local(frame: FrameType, name: str, value: object) -> None:
         _LOCALS_TO_FAST(frame, 0)
 
 
+#: id(code) -> (code, how it loops: False, True, or ON_ONE_LINE); see ``_loops``.
+_loop_kinds: dict[int, tuple[CodeType, Any]] = {}
+
+
 class Cancelled(BaseException):
     """The engine cancelled the request being served (a BaseException: the user's
     ``except Exception`` does not swallow it)."""
 
 
-def run_cancellable(call: Any, cancelled: Any) -> Any:
-    """``call()``, interrupted at its next Python line or call once ``cancelled()`` says so
-    (a DAP ``cancel``, or Pause). A stop is served inside the agent's trace function, where
-    Python traces nothing: ``sys.call_tracing`` traces again, with a tracer of our own for
-    this thread only, which also keeps breakpoints from stopping inside the request."""
-    def check(frame: FrameType, event: str, arg: object) -> Any:
+def run_cancellable(call: Any, cancelled: Any, traced: bool = True) -> Any:
+    """``call()``, interrupted once ``cancelled()`` says so (a DAP ``cancel``, or Pause).
+
+    In the main thread the engine's signal interrupts it (``raise_if_cancelled``, from the
+    agent's handler: Python runs it at its next instruction, or when a wait in native code
+    such as ``sleep`` ends early), at no cost while it runs. Elsewhere (``traced``) a tracer
+    of our own checks at each call, and at each line of a frame that loops (code without a
+    backward jump cannot run forever by itself: its frames get no line events); that makes
+    a request that runs much Python 3 to 10 times slower, as any settrace debugger. A stop
+    is served inside the agent's trace function, where Python traces nothing:
+    ``sys.call_tracing`` traces again for this thread only, with our tracer, which also keeps
+    breakpoints from stopping inside the request."""
+    global _serving
+    if not traced:
+        outer, _serving = _serving, (threading.get_ident(), cancelled)
+        try:
+            return call()
+        finally:
+            _serving = outer
+
+    def on_line(frame: FrameType, event: str, arg: object) -> Any:
         if cancelled():
             raise Cancelled("cancelled")
-        if event == "call" and _SAME_LINE_LOOPS_UNSEEN and _loops_on_one_line(frame.f_code):
-            frame.f_trace_opcodes = True
-        return check
+        return on_line
 
-    def traced() -> Any:
+    def on_call(frame: FrameType, event: str, arg: object, known: Any = _loop_kinds.get) -> Any:
+        if cancelled():
+            raise Cancelled("cancelled")
+        code = frame.f_code
+        kind = known(id(code))
+        loops = _loops(code) if kind is None else kind[1]
+        if not loops:
+            return None
+        if loops is _ON_ONE_LINE:
+            frame.f_trace_opcodes = True
+        return on_line
+
+    def with_tracer() -> Any:
         global _serving
         previous, outer = sys.gettrace(), _serving
-        sys.settrace(check)
-        _serving = cancelled
+        sys.settrace(on_call)
+        _serving = (threading.get_ident(), cancelled)
         try:
             return call()
         finally:
             sys.settrace(previous)
             _serving = outer
-    return sys.call_tracing(traced, ())
+    return sys.call_tracing(with_tracer, ())
 
 
-_serving: Any = None  # the ``cancelled`` of the request being served, if any
+#: The thread serving a request, and its request's ``cancelled``, while one is served.
+_serving: tuple[int, Any] | None = None
 
 
 def raise_if_cancelled() -> None:
-    """From the agent's signal handler (the main thread): end the request being served if
-    it was cancelled (the engine's signal interrupts a wait in native code, ``sleep``)."""
-    if _serving is not None and _serving():
+    """From the agent's signal handler (the main thread): end the request the main thread
+    serves if it was cancelled (Python runs the handler at the request's next instruction,
+    or when a wait in native code, ``sleep``, ends early)."""
+    serving = _serving
+    if serving is not None and serving[0] == threading.get_ident() and serving[1]():
         raise Cancelled("cancelled")
 
 
-#: 3.10 and 3.11 send no line event when a loop jumps back to its own line (``while True:
-#: pass``): such code is traced per instruction while a request runs (3.12 sends them).
-_SAME_LINE_LOOPS_UNSEEN = sys.version_info < (3, 12)
-_one_line_loops: dict[CodeType, bool] = {}
+#: How a code object loops: not at all (False), across lines (True), or back to a line of its
+#: own, for which 3.10 and 3.11 send no line event (``while True: pass``): such code is traced
+#: per instruction while a request runs (3.12+ send them).
+_ON_ONE_LINE = "on one line"
+def _loops(code: CodeType) -> Any:
+    """Whether ``code`` has a backward jump, and whether 3.10/3.11 would miss its lines
+    (remembered by id: a code object's own hash is computed from its contents each time)."""
+    import dis  # once a request runs code
 
-
-def _loops_on_one_line(code: CodeType) -> bool:
-    """Whether ``code`` has a jump back to an instruction of the jump's own line."""
-    found = _one_line_loops.get(code)
-    if found is None:
-        import dis  # only on 3.10/3.11, once a request runs code
-
-        line, lines, found = 0, {}, False
-        for instruction in dis.get_instructions(code):
-            if instruction.starts_line is not None:
-                line = instruction.starts_line
-            lines[instruction.offset] = line
-            target = instruction.argval if instruction.opcode in dis.hasjabs or instruction.opcode in dis.hasjrel \
-                else None
-            if isinstance(target, int) and target <= instruction.offset and lines.get(target) == line:
-                found = True
+    line, lines = 0, {}
+    found: Any = False
+    for instruction in dis.get_instructions(code):
+        if instruction.starts_line is not None:
+            line = instruction.starts_line
+        lines[instruction.offset] = line
+        jumps = instruction.opcode in dis.hasjabs or instruction.opcode in dis.hasjrel
+        target = instruction.argval if jumps else None
+        if isinstance(target, int) and target <= instruction.offset:
+            if lines.get(target) == line and sys.version_info < (3, 12):
+                found = _ON_ONE_LINE
                 break
-        _one_line_loops[code] = found
+            found = True
+    _loop_kinds[id(code)] = (code, found)
     return found

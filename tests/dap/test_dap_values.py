@@ -149,6 +149,28 @@ def test_an_evaluation_that_raises_or_runs_forever_ends_and_the_program_runs_on(
     assert "values total 11 count 1 size 1" in dap.output("stdout")
 
 
+def test_a_request_in_another_thread_is_cancelled_at_its_next_line_or_paused_in_native_code(
+        dap: DapClient, natives: NativeSet) -> None:
+    script = natives.script("thread_values_main.py")
+    thread, frame = _start(dap, natives, "thread_values_main.py",
+                           {script: [natives.line("thread_values_main.py", "worker_stop")]})
+    assert frame["name"] == "worker"
+    # Python that loops forever is cancelled at its next line (no signal reaches this thread)
+    response = _cancelled_after(dap, "while True: pass", frame["id"], 0.5)
+    assert (response["success"], response["message"]) == (False, "cancelled")
+    assert dap.evaluate("out", frame["id"])["result"] == "[]"
+    # a wait in native code cannot be: its thread is paused there, and the request cancelled
+    response = _cancelled_after(dap, "time.sleep(3)", frame["id"], 0.5)
+    assert (response["success"], response["message"]) == (False, "cancelled")
+    paused = dap.wait_stopped()
+    assert paused["reason"] == "pause" and paused["threadId"] == thread
+    # Then the program runs on: the wait ends, the request with it, and the worker goes on
+    dap.request("setBreakpoints", source={"path": str(script)}, breakpoints=[])
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited(timeout=60) == 0
+    assert "thread done [True]" in dap.output("stdout")
+
+
 def test_native_values_set_and_a_native_breakpoint_during_a_python_evaluation(
         dap: DapClient, natives: NativeSet) -> None:
     capi, script = natives.capi, natives.script("native_values_main.py")
