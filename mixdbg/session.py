@@ -315,11 +315,10 @@ class Session:
             elif signal_number is not None and not signalled and stop is not None:
                 signalled = True
                 os.kill(stop.pid, signal_number)  # the main thread: the only one running
-            else:
+            else:  # the reply may come first: the wait ended as gdb was told to pause
                 self.gdb.command("-exec-interrupt")
-                self._pump_until(lambda: self.stop is not stop, STOP_TIMEOUT, "the pause of a Python request",
-                                 reporting=True)
-                return True
+                self._pump_until(settled, STOP_TIMEOUT, "the pause of a Python request", reporting=True)
+                return self.stop is not stop
 
     def _cancel_signal(self, stop: StopPoint | None) -> int | None:
         """The signal that ends a cancelled request waiting in native code: the agent's step

@@ -160,7 +160,7 @@ def test_a_request_in_another_thread_is_cancelled_at_its_next_line_or_paused_in_
     assert (response["success"], response["message"]) == (False, "cancelled")
     assert dap.evaluate("out", frame["id"])["result"] == "[]"
     # a wait in native code cannot be: its thread is paused there, and the request cancelled
-    response = _cancelled_after(dap, "time.sleep(3)", frame["id"], 0.5)
+    response = _cancelled_after(dap, "time.sleep(8)", frame["id"], 0.5)
     assert (response["success"], response["message"]) == (False, "cancelled")
     paused = dap.wait_stopped()
     assert paused["reason"] == "pause" and paused["threadId"] == thread
