@@ -81,7 +81,10 @@ def refusal(safety: CallSafety) -> str:
 
 def guard(gdb: GdbMi) -> CallSafety:
     """Forbid gdb to call functions in the debuggee where that could harm it (``assess_here``
-    with gdb's own version); the decision, for the ``session`` event to tell."""
+    with gdb's own version); the decision, for the ``session`` event to tell. A call that
+    is interrupted (a cancelled request) or gets a signal is unwound: the thread is as it
+    was before the call, never left inside the called function."""
+    gdb.command("-gdb-set unwindonsignal on")  # its name on gdb 13 too
     safety = assess_here(gdb.major_version() or None)
     if not safety.allowed:
         gdb.command("-gdb-set may-call-functions off")

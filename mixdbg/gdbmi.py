@@ -206,6 +206,17 @@ class GdbMi:
                 self._major = 0
         return self._major
 
+    def interrupt_command(self) -> bool:
+        """Interrupt the command gdb is running, from any thread, as Ctrl-C at its prompt
+        (SIGINT: gdb abandons a long evaluation; a function it was calling in the debuggee
+        is unwound, see ``calls.guard``); False when no command runs. A SIGINT that comes
+        just after the command ended only makes an idle gdb print "Quit"."""
+        with self._lock:
+            if not self._pending or self._proc is None or self._exited.is_set():
+                return False
+            os.kill(self._proc.pid, signal.SIGINT)
+            return True
+
     def _send(self, command: str, timeout: float) -> MiRecord:
         if self._proc is None or self._proc.stdin is None:
             raise GdbExitedError("gdb is not running")

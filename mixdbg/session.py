@@ -21,6 +21,7 @@ import os
 import queue
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Union
@@ -60,6 +61,18 @@ RECONCILE_INTERVAL = 2.0
 IDLE = 0.05
 #: How many times (one per interval) to retry a resume gdb refused before giving up.
 MAX_STALLED_RESUMES = 5
+#: After a Python request was cancelled: how long it may take to end (the main thread's at
+#: the agent's signal, sent at once; another thread's at its next traced line or call)
+#: before its thread is paused where it waits (in native code).
+CANCEL_GRACE = 2.0
+
+
+def _runs_until_cancelled(request: dict[str, Any]) -> bool:
+    """Whether an agent request is the user's own code (the Debug Console, the clipboard,
+    a value set), which may take as long as it takes."""
+    command = request.get("command")
+    return command in ("setVariable", "setExpression") or (
+        command == "evaluate" and request.get("context") in ("repl", "clipboard"))
 
 
 class SessionEnded(Exception):
@@ -119,6 +132,11 @@ class Session:
                                lambda command: self.python.tell(self.stop, command), self.python.alive,
                                self.solibs.read, self.python.step_signal)
         self._reply: dict[str, Any] | None = None
+        #: The mailbox of the Python request being served, and when it was cancelled (any
+        #: thread may cancel it: see ``cancel_python_request``).
+        self._asking: agents.Mailbox | None = None
+        self._cancelled_at: float | None = None
+        self._asking_lock = threading.Lock()
         self._released = False  # the gate just opened: see release
         self._deferred: list[Action] = []
 
@@ -247,18 +265,82 @@ class Session:
         self.inspect.forget()
         self.stop = None
 
-    def _agent_request(self, request: dict[str, Any], timeout: float = STOP_TIMEOUT) -> dict[str, Any]:
+    def _agent_request(self, request: dict[str, Any]) -> dict[str, Any]:
         """Have the agent of the thread at the Python stop answer ``request`` (evaluate,
-        variables, children); a native breakpoint hit meanwhile ends the request."""
+        variables, children, ...); a native breakpoint hit meanwhile ends the request. What
+        the user typed (the Debug Console, the clipboard, a new value) runs until it ends or
+        is cancelled; anything else is cancelled after STOP_TIMEOUT."""
         stop, self._reply = self.stop, None
+        signal_number = self._cancel_signal(stop)
         self.python.ask(stop, request)
+        with self._asking_lock:
+            self._asking, self._cancelled_at = stop.mailbox if stop is not None else None, None
+        paused = False
         try:
             self.state = "running"
-            self._pump_until(lambda: self._reply is not None or self.stop is not stop, timeout,
-                             "the Python request", reporting=True)
+            paused = self._await_reply(stop, None if _runs_until_cancelled(request) else STOP_TIMEOUT,
+                                       signal_number)
         finally:
+            with self._asking_lock:
+                self._asking = None
             reply, self._reply = self._reply, None
-        return self.python.asked(reply)
+        try:
+            return self.python.asked(reply)
+        except DebuggerError:
+            if paused:
+                raise DebuggerError("cancelled; the request waited in native code: its thread is paused there") from None
+            raise
+
+    def _await_reply(self, stop: StopPoint | None, timeout: float | None, signal_number: int | None) -> bool:
+        """Process gdb's records until the agent replies (or another stop came first). Past
+        ``timeout`` the request is cancelled; a cancelled request gets the agent's signal
+        (``signal_number``: the main thread's, None elsewhere), and one that has not ended
+        CANCEL_GRACE later has its thread paused where it waits (True)."""
+        started, signalled = time.monotonic(), False
+
+        def settled() -> bool:
+            return self._reply is not None or self.stop is not stop
+
+        def due() -> bool:
+            now, cancelled = time.monotonic(), self._cancelled_at
+            if cancelled is None:
+                return timeout is not None and now - started >= timeout
+            return (signal_number is not None and not signalled) or now - cancelled >= CANCEL_GRACE
+        while True:
+            self._pump_until(lambda: settled() or due(), float("inf"), "the Python request", reporting=True)
+            if settled():
+                return False
+            if self._cancelled_at is None:
+                self.cancel_python_request()
+            elif signal_number is not None and not signalled and stop is not None:
+                signalled = True
+                os.kill(stop.pid, signal_number)  # the main thread: the only one running
+            else:  # the reply may come first: the wait ended as gdb was told to pause
+                self.gdb.command("-exec-interrupt")
+                self._pump_until(settled, STOP_TIMEOUT, "the pause of a Python request", reporting=True)
+                return self.stop is not stop
+
+    def _cancel_signal(self, stop: StopPoint | None) -> int | None:
+        """The signal that ends a cancelled request waiting in native code: the agent's step
+        signal, when the request runs in the main thread and gdb passes it silently."""
+        if stop is None or stop.mailbox is None or stop.mailbox.tid != stop.pid:
+            return None
+        number = self.python.step_signal(stop.pid)
+        if number is None or not self.stepper.pass_signal(stop.thread, number):
+            return None
+        return number
+
+    def cancel_python_request(self) -> bool:
+        """Cancel the Python request being served, from any thread (a DAP ``cancel``, Pause):
+        the agent ends it at its next Python line with the error ``cancelled``. False when
+        no Python request runs."""
+        with self._asking_lock:
+            if self._asking is None:
+                return False
+            if self._cancelled_at is None:
+                agents.post_while_running(self._asking, {"command": "cancel"})
+                self._cancelled_at = time.monotonic()
+            return True
 
     def interrupt(self) -> None:
         """Stop the running debuggee; the stop is reported as an ``interrupt``."""
@@ -464,6 +546,7 @@ class Session:
         self.stepper.disarm()
         if pid is not None:
             self.view.select(pid)
+        self.inspect.forget()  # a stop during a Python request: what the last stop read is stale
         self.stop = StopPoint(pid or 0, thread_id or 0, python)
         if self.eager_stacks:
             stack_now = self.view.mixed_stack(self.all_threads)

@@ -2,8 +2,8 @@
 
 Usage: ``python live_reader.py PYTHON SCRIPT``: starts ``PYTHON SCRIPT block``, waits for
 the script's "ready" line, stops it (SIGSTOP), reads every thread and the locals of the
-innermost frame of the thread whose frames include ``résumé_данные`` through
-``/proc/PID/mem`` (with a summary registered for the script's ``Model`` objects, as a
+innermost frame of the thread whose frames include ``résumé_данные`` and those of the main
+thread's module frame (its globals) through ``/proc/PID/mem`` (with a summary registered for the script's ``Model`` objects, as a
 tensor reader registers one for tensors), prints one JSON document, and ends the process it started. A script
 (not a test module) so that the same reading runs in the forky chroot too.
 """
@@ -46,6 +46,8 @@ def _read(pid: int) -> dict[str, Any]:
             innermost = thread.frames[0] if thread.frames else None
             if innermost is not None and innermost.function == "résumé_данные":
                 document["locals"] = interpreter.locals(innermost.address)
+            if innermost is not None and thread.frames[-1].function == "<module>" and len(thread.frames) <= 3:
+                document["module"] = interpreter.locals(thread.frames[-1].address)
         return document
 
 

@@ -19,9 +19,11 @@ from typing import IO, Any, Union
 
 from mixdbg import attach
 from mixdbg.dap import breakpoints as _breakpoints  # registers its requests, words breakpoints
+from mixdbg.dap import editing as _editing  # noqa: F401
 from mixdbg.dap import execution as _execution  # noqa: F401
 from mixdbg.dap import inspection as _inspection  # noqa: F401
 from mixdbg.dap import lifecycle as _lifecycle  # noqa: F401
+from mixdbg.dap.cancel import CANCELLED, Requests
 from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import ClientGone, Connection, DapError, read_message
@@ -92,6 +94,7 @@ class Adapter:
         self.breakpoints = Breakpoints()
         self.python_breakpoints: dict[str, list[dict[str, Any]]] = {}
         self.terminate_on_end = False
+        self.requests = Requests(self)  # waiting and running, for cancel
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -120,11 +123,13 @@ class Adapter:
             while True:
                 message = read_message(stream)
                 if message.get("type") == "request":
-                    self.queue.put(self._action(message))
+                    if not self.requests.arrived(message):
+                        self.queue.put(self._action(message))
                 elif message.get("type") == "response":
                     self.connection.response_arrived(message)
         except ClientGone as gone:
             log.info("%s", gone.message)
+            self.requests.interrupt_python()  # nobody waits for it any more
             self.queue.put(lambda session: self.client_gone())
 
     def _action(self, request: dict[str, Any]) -> Any:
@@ -134,11 +139,21 @@ class Adapter:
         """Serve one request: its handler's body as the response, or one line of error."""
         command = str(request.get("command"))
         handler = HANDLERS.get(command)
+        if not self.requests.begin(request):
+            self.connection.fail(request, CANCELLED)
+            return
+        cancelled = False
         try:
-            if handler is None:
-                raise DapError(f"mixdbg does not support the '{command}' request")
-            body = handler(self, request.get("arguments") or {})
-            self.connection.respond(request, body)
+            try:
+                if handler is None:
+                    raise DapError(f"mixdbg does not support the '{command}' request")
+                body = handler(self, request.get("arguments") or {})
+            finally:
+                cancelled = self.requests.end(request)
+            if cancelled:  # interrupted: what it answered is not the whole answer
+                self.connection.fail(request, CANCELLED)
+            else:
+                self.connection.respond(request, body)
         except SessionEnded:
             self.connection.respond(request)
             raise
@@ -146,7 +161,7 @@ class Adapter:
             self.connection.fail(request, err.message)
             raise
         except MixdbgError as err:
-            self.connection.fail(request, err.message)
+            self.connection.fail(request, CANCELLED if cancelled else err.message)
         except Exception as err:  # noqa: BLE001 - a bug answers one request, the session goes on
             log.error("request %s failed:\n%s", command, traceback.format_exc())
             self.connection.fail(request, f"internal error in mixdbg: {type(err).__name__}: {err}")

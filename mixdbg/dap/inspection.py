@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from mixdbg.dap.protocol import DapError
 from mixdbg.dap.registry import request
 from mixdbg.engine.frames import is_glue, is_user_native
-from mixdbg.engine.inspect import Variable
+from mixdbg.engine.inspect import Page, Variable
 from mixdbg.errors import MixdbgError
 from mixdbg.gdbmi import GdbCommandError
 from mixdbg.pytorch.tensors import describe as describe_tensor
@@ -134,34 +134,44 @@ def scopes(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     kind = "python-locals" if frame.kind == "python" else "native-locals"
     result.append({"name": "Locals", "presentationHint": "locals", "expensive": False,
                    "variablesReference": adapter.references.add((kind, thread, index))})
+    if frame.kind == "python" and session.inspect.at_python_stop(thread):  # debugpy's second scope
+        result.append({"name": "Globals", "expensive": False,
+                       "variablesReference": adapter.references.add(("python-globals", thread, index))})
+    elif frame.kind == "native":  # gdb's DAP shows them too; setVariable writes them
+        result.append({"name": "Registers", "presentationHint": "registers", "expensive": True,
+                       "variablesReference": adapter.references.add(("registers", thread, index))})
     return {"scopes": result}
 
 
-@request("variables", supportsVariableType=True)
+@request("variables", supportsVariableType=True, supportsValueFormattingOptions=True)
 def variables(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The values behind a scope or an expandable value."""
+    """The values behind a scope or an expandable value: a page of them (``filter``,
+    ``start``, ``count``) for a client that pages; integers in hex with ``format.hex``."""
     session = _stopped(adapter)
     reference = adapter.references.get(int(arguments["variablesReference"]))
     kind = reference[0]
+    hex_ints = bool((arguments.get("format") or {}).get("hex"))
     if kind == "arguments":
         found = [_argument(adapter, raw) for raw in _stop_arguments(adapter, session, reference[1])]
-    elif kind == "python-locals":
+    elif kind in ("python-locals", "python-globals"):
         _, thread, index = reference
+        scope = "globals" if kind == "python-globals" else "locals"
         try:
-            values = session.inspect.python_locals(thread, index, session.inspect.stack(thread))
-        except MixdbgError as err:  # e.g. a module's frame, whose locals are its globals
+            values = session.inspect.python_locals(thread, index, session.inspect.stack(thread), scope, hex_ints)
+        except MixdbgError as err:  # unreadable memory at a native stop
             values = [Variable("(locals)", err.message)]
         found = [_variable(adapter, v) for v in values]
-    elif kind == "native-locals":
+    elif kind in ("native-locals", "registers"):
         _, thread, index = reference
         frame = session.inspect.stack(thread).frames[index]
+        read = session.inspect.registers if kind == "registers" else session.inspect.native_locals
         try:
-            values = session.inspect.native_locals(thread, frame.level or 0)
+            values = read(thread, frame.level or 0, hex_ints)
         except MixdbgError as err:  # no debug info: a library built without -g
             values = [Variable("(no locals)", err.message)]
         found = [_variable(adapter, v) for v in values]
     elif kind == "children":
-        found = [_variable(adapter, v) for v in session.inspect.children(reference[1])]
+        found = [_variable(adapter, v) for v in session.inspect.children(reference[1], _page(adapter, arguments))]
     elif kind == "values":
         found = [_plain(adapter, name, wrapped.value) for name, wrapped in reference[1]]
     else:
@@ -183,12 +193,43 @@ def _stop_arguments(adapter: Adapter, session: Session, thread: int) -> list[dic
     return found
 
 
+def _page(adapter: Adapter, arguments: dict[str, Any]) -> Page:
+    """Which children the client asks for (paging only for a client that says it pages)."""
+    hex_ints = bool((arguments.get("format") or {}).get("hex"))
+    if not adapter.client.get("supportsVariablePaging"):
+        return Page(hex=hex_ints)
+    which = arguments.get("filter")
+    return Page(int(arguments.get("start") or 0), int(arguments.get("count") or 0),
+                str(which) if which in ("indexed", "named") else None, hex_ints)
+
+
 def _variable(adapter: Adapter, value: Variable) -> dict[str, Any]:
     result: dict[str, Any] = {"name": value.name, "value": value.value, "variablesReference": 0}
     if value.type:
         result["type"] = value.type
     if value.children is not None:
         result["variablesReference"] = adapter.references.add(("children", value.children))
+        if value.indexed is not None and adapter.client.get("supportsVariablePaging"):
+            result["indexedVariables"] = value.indexed
+            result["namedVariables"] = value.named or 0
+    if value.evaluate is not None:
+        result["evaluateName"] = value.evaluate
+    hint = presentation_hint(value.hint)
+    if hint:
+        result["presentationHint"] = hint
+    return result
+
+
+def presentation_hint(hint: str | None) -> dict[str, Any]:
+    """The agent's hint words (``readOnly``, ``rawString``, ``virtual``) as DAP's
+    ``VariablePresentationHint``."""
+    words = (hint or "").split()
+    result: dict[str, Any] = {}
+    if "virtual" in words:
+        result["kind"] = "virtual"
+    attributes = [word for word in words if word in ("readOnly", "rawString")]
+    if attributes:
+        result["attributes"] = attributes
     return result
 
 
@@ -246,10 +287,11 @@ class _Frozen:
         return _text(self.value)
 
 
-@request("evaluate", supportsEvaluateForHovers=True)
+@request("evaluate", supportsEvaluateForHovers=True, supportsClipboardContext=True)
 def evaluate(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     """An expression in the selected frame: Python in Python frames (at Python stops), C/C++
-    in native ones; in the debug console also mixdbg's own ``tensor ADDRESS``."""
+    in native ones; in the debug console also mixdbg's own ``tensor ADDRESS``. ``clipboard``
+    (Copy Value): the whole value, untruncated; ``format.hex``: integers in hex."""
     expression = str(arguments.get("expression", "")).strip()
     context = str(arguments.get("context") or "repl")
     session = _stopped(adapter)
@@ -262,16 +304,19 @@ def evaluate(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
             raise DapError(str(found.get("error", "no tensor there")))
         return _result(_plain(adapter, expression, found["tensor"]))
     thread, index, _ = _frame_of(adapter, arguments.get("frameId"))
-    value = session.inspect.evaluate(expression, thread, index, context)
+    hex_ints = bool((arguments.get("format") or {}).get("hex"))
+    value = session.inspect.evaluate(expression, thread, index, context, hex_ints)
     if value.value.startswith("<") and value.children is None and value.type is None:
         raise DapError(value.value.strip("<>"))
     return _result(_variable(adapter, value))
 
 
 def _result(variable: dict[str, Any]) -> dict[str, Any]:
+    """A VARIABLE as an evaluate (or setExpression) answer's body."""
     result = {"result": variable["value"], "variablesReference": variable["variablesReference"]}
-    if "type" in variable:
-        result["type"] = variable["type"]
+    for key in ("type", "presentationHint", "indexedVariables", "namedVariables"):
+        if key in variable:
+            result[key] = variable[key]
     return result
 
 

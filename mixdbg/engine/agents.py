@@ -223,6 +223,22 @@ def post_to_mailbox(write: WriteMemory, mailbox: Mailbox, message: dict[str, Any
     write(mailbox.pid, mailbox.address + IN_LEN_AT, struct.pack("<I", len(data)))
 
 
+def post_while_running(mailbox: Mailbox, message: dict[str, Any]) -> None:
+    """Write ``message`` into the mailbox of a thread that runs (serving a request): through
+    ``/proc/PID/mem``, not gdb, which is busy running it. The agent checks ``in_len`` at
+    each line of the request (a cancel); a write that comes late is overwritten by the
+    engine's next message before the thread reads it."""
+    data = json.dumps(message).encode()
+    try:
+        with open(f"/proc/{mailbox.pid}/mem", "r+b", buffering=0) as memory:
+            memory.seek(mailbox.address + MAILBOX_HEADER + OUT_SIZE)
+            memory.write(data)
+            memory.seek(mailbox.address + IN_LEN_AT)
+            memory.write(struct.pack("<I", len(data)))
+    except OSError as err:
+        raise DebuggerError(f"cannot write to the Python agent of PID {mailbox.pid}: {err.strerror}") from err
+
+
 def arm_slot(write: WriteMemory, pid: int, shared: int, tid: int, mode: int, depth: int = 0) -> None:
     """Ask the agent of process ``pid`` to stop thread ``tid`` at its next Python line
     (``STEP_IN``) or at the next line of a frame no deeper than ``depth``. A slot is free

@@ -28,8 +28,12 @@ log = logging.getLogger(__name__)
 #: The trap's first argument (the mailbox) at its entry.
 FIRST_ARGUMENT = "$x0" if platform.machine() in ("aarch64", "arm64") else "$rdi"
 _LWP = re.compile(r"LWP (\d+)|process (\d+)")
-#: How many children of one value are listed at most.
+#: How many children of one value are listed at most (for a client that does not page).
 MAX_CHILDREN = 300
+#: Arrays with more elements than this are paged (DAP ``indexedVariables``).
+PAGE_OVER = 100
+#: Where the general registers end in gdb's register list (x86-64, aarch64).
+FIRST_FLOAT_REGISTERS = frozenset({"st0", "v0", "d0", "fpsr"})
 
 AgentRequest = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -58,12 +62,30 @@ class ThreadInfo:
 @dataclass(frozen=True)
 class Variable:
     """A value to show: ``children`` is what to ask for its members (None: it has none):
-    ``("var", gdb variable object)`` or ``("py", agent reference)``."""
+    ``("var", gdb variable object)`` or ``("py", agent reference)``; ``evaluate``: the
+    expression that reaches it; ``hint``: ``readOnly``, ``rawString``, ``virtual`` (a
+    group), space-separated; ``indexed``/``named``: its children's counts when they are
+    paged."""
 
     name: str
     value: str
     type: str | None = None
     children: tuple[str, Any] | None = None
+    evaluate: str | None = None
+    hint: str | None = None
+    indexed: int | None = None
+    named: int | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    """Which children a client asks for: ``which`` ``indexed`` (from ``start``, ``count`` of
+    them), ``named``, or None (all); ``hex``: integers in hexadecimal."""
+
+    start: int = 0
+    count: int = 0
+    which: str | None = None
+    hex: bool = False
 
 
 class Inspector:
@@ -213,76 +235,155 @@ class Inspector:
 
     # --- variables ----------------------------------------------------------------------
 
-    def native_locals(self, thread: int, level: int) -> list[Variable]:
+    def native_locals(self, thread: int, level: int, hex_ints: bool = False) -> list[Variable]:
         """A native frame's arguments and locals, each expandable where it has members."""
         try:
             result = self.gdb.command(f"-stack-list-variables --thread {thread} --frame {level} --no-values")
         except GdbCommandError as err:
             raise DebuggerError(f"locals: {err.gdb_message}") from err
-        return [self._varobj(thread, level, str(raw["name"]), str(raw["name"]))
+        return [self.native_value(thread, level, str(raw["name"]), hex_ints=hex_ints)
                 for raw in result.get("variables", [])]
 
-    def children(self, reference: tuple[str, Any]) -> list[Variable]:
-        """The members of a value (see ``Variable.children``)."""
+    def registers(self, thread: int, level: int, hex_ints: bool = False) -> list[Variable]:
+        """A native frame's general registers (those before the first floating-point one:
+        rax..gs on x86-64, x0..cpsr on aarch64), each a gdb variable object (``$rax``) that
+        ``setVariable`` writes."""
+        try:
+            names = self.gdb.command("-data-list-register-names")["register-names"]
+        except GdbCommandError as err:
+            raise DebuggerError(f"registers: {err.gdb_message}") from err
+        general = []
+        for name in names:
+            if name in FIRST_FLOAT_REGISTERS:
+                break
+            if name:
+                general.append(name)
+        return [self.native_value(thread, level, f"${name}", hex_ints=hex_ints) for name in general]
+
+    def children(self, reference: tuple[str, Any], page: Page | None = None) -> list[Variable]:
+        """The members of a value (see ``Variable.children``): those ``page`` asks for."""
+        page = page or Page()
         kind, handle = reference
         if kind == "py":
-            body = self.agent_request({"command": "children", "ref": handle})
-            return [_python_variable(raw) for raw in body.get("variables", [])]
+            body = self.agent_request({"command": "children", "ref": handle, **_page_request(page)})
+            return [python_variable(raw) for raw in body.get("variables", [])]
+        if page.which == "named":
+            return []  # a paged native value has only items
+        first = page.start
+        last = first + (page.count or MAX_CHILDREN)
         try:
-            result = self.gdb.command(f"-var-list-children --all-values {handle} 0 {MAX_CHILDREN}")
+            result = self.gdb.command(f"-var-list-children --all-values {handle} {first} {last}")
         except GdbCommandError as err:
             raise DebuggerError(f"members: {err.gdb_message}") from err
         variables = []
         for child in result.get("children", []):
             raw = child if "name" in child else child.get("child", {})
             self._varobjs.append(str(raw["name"]))
-            has = int(raw.get("numchild", "0") or 0) > 0 or raw.get("dynamic") == "1"
-            variables.append(Variable(str(raw.get("exp", "")), str(raw.get("value", "")), raw.get("type"),
-                                      ("var", str(raw["name"])) if has else None))
+            variables.append(self._native_variable(str(raw.get("exp", "")), raw, page.hex))
         return variables
 
-    def python_locals(self, thread: int, index: int, stack: MixedStack) -> list[Variable]:
-        """A Python frame's locals: full objects from the agent at a Python stop; short
-        texts read from memory at a native stop (the interpreter is frozen there)."""
+    def python_locals(self, thread: int, index: int, stack: MixedStack, scope: str = "locals",
+                      hex_ints: bool = False) -> list[Variable]:
+        """A Python frame's locals (``scope`` ``globals``: its module's globals): full objects
+        from the agent at a Python stop; short texts read from memory at a native stop (the
+        interpreter is frozen there)."""
         frame = stack.frames[index]
-        if self._at_python_stop(thread):
-            body = self.agent_request({"command": "variables", "frame": _python_index(stack, index)})
-            return [_python_variable(raw) for raw in body.get("variables", [])]
+        if self.at_python_stop(thread):
+            body = self.agent_request({"command": "variables", "frame": _python_index(stack, index), "scope": scope,
+                                       "format": {"hex": hex_ints}})
+            return [python_variable(raw) for raw in body.get("variables", [])]
         self.select(thread)
         return [Variable(name, value) for name, value in self.view.locals_at(frame.address or "0")]
 
-    def evaluate(self, expression: str, thread: int, index: int, context: str) -> Variable:
+    def evaluate(self, expression: str, thread: int, index: int, context: str, hex_ints: bool = False) -> Variable:
         """``expression`` in frame ``index`` of ``thread``: Python in Python frames (at
         Python stops), C/C++ in native frames (never calling into the debuggee where gdb
-        cannot do so safely)."""
+        cannot do so safely). ``context`` ``clipboard``: the whole value, untruncated."""
+        frame = self.frame_at(thread, index)
+        if frame.kind == "python":
+            self.require_python_stop(thread)
+            body = self.agent_request({"command": "evaluate", "frame": _python_index(self.stack(thread), index),
+                                       "expression": expression, "context": context, "format": {"hex": hex_ints}})
+            return python_variable({**body, "name": expression, "value": body.get("result", "")})
+        if context == "clipboard":
+            return Variable(expression, self.native_text(thread, frame.level or 0, expression, hex_ints))
+        return self.native_value(thread, frame.level or 0, expression, hex_ints=hex_ints)
+
+    def frame_at(self, thread: int, index: int) -> Frame:
+        """Frame ``index`` of ``thread``'s mixed stack (its outermost if there are fewer)."""
         stack = self.stack(thread)
         if not stack.frames:
             raise UsageError("this thread has no frames")
-        frame = stack.frames[min(index, len(stack.frames) - 1)]
-        if frame.kind == "python":
-            if not self._at_python_stop(thread):
-                raise UsageError("Python expressions are evaluated at Python stops; this stop is "
-                                 "native (the interpreter is frozen): select a native frame for C/C++")
-            body = self.agent_request({"command": "evaluate", "frame": _python_index(stack, index),
-                                       "expression": expression, "context": context})
-            return _python_variable({"name": expression, "value": body.get("result", ""),
-                                     "type": body.get("type"), "ref": body.get("ref", 0)})
-        return self._varobj(thread, frame.level or 0, expression, expression)
+        return stack.frames[min(index, len(stack.frames) - 1)]
 
-    def _at_python_stop(self, thread: int) -> bool:
+    def require_python_stop(self, thread: int) -> None:
+        """Python values are the agent's: only at a Python stop of that thread."""
+        if not self.at_python_stop(thread):
+            raise UsageError("Python expressions are evaluated at Python stops; this stop is "
+                             "native (the interpreter is frozen): select a native frame for C/C++")
+
+    def python_index(self, thread: int, index: int) -> int:
+        """Frame ``index`` of ``thread``'s stack as the agent counts its frames (K)."""
+        return _python_index(self.stack(thread), index)
+
+    def at_python_stop(self, thread: int) -> bool:
+        """Whether ``thread`` is the one at a Python stop (its agent answers requests)."""
         return self.stop is not None and self.stop.mailbox is not None and self.stop.thread == thread
 
-    def _varobj(self, thread: int, level: int, name: str, expression: str) -> Variable:
+    def native_value(self, thread: int, level: int, expression: str, name: str | None = None,
+                     hex_ints: bool = False) -> Variable:
+        """``expression`` in native frame ``level`` of ``thread`` as a gdb variable object
+        (gdb's refusal as the value, in ``<>``)."""
+        try:
+            raw = self.native_varobj(thread, level, expression)
+        except DebuggerError as err:
+            return Variable(name or expression, f"<{err.message}>")
+        return self._native_variable(name or expression, raw, hex_ints)
+
+    def native_varobj(self, thread: int, level: int, expression: str) -> dict[str, Any]:
+        """A new gdb variable object for ``expression`` in native frame ``level`` (deleted
+        when the tree runs again): gdb's ``-var-create`` answer."""
         try:
             raw = self.gdb.command(f"-var-create --thread {thread} --frame {level} - * {mi_quote(expression)}")
         except GdbCommandError as err:
-            message = err.gdb_message
-            if "may-call-functions" in message:
-                message = calls.refusal(calls.CallSafety(False, message))
-            return Variable(name, f"<{message}>")
+            raise DebuggerError(gdb_refusal(err)) from err
         self._varobjs.append(str(raw["name"]))
-        has = int(raw.get("numchild", "0") or 0) > 0 or raw.get("dynamic") == "1"
-        return Variable(name, str(raw.get("value", "")), raw.get("type"), ("var", str(raw["name"])) if has else None)
+        return raw
+
+    def _native_variable(self, name: str, raw: dict[str, Any], hex_ints: bool) -> Variable:
+        """A variable object as shown: paged when it is a large array."""
+        handle = str(raw["name"])
+        count = int(raw.get("numchild", "0") or 0)
+        has = count > 0 or raw.get("dynamic") == "1"
+        value = str(raw.get("value", ""))
+        if hex_ints:
+            value = self._hex(handle, value)
+        paged = count > PAGE_OVER and (str(raw.get("type", "")).endswith("]") or raw.get("displayhint") == "array")
+        return Variable(name, value, raw.get("type"), ("var", handle) if has else None,
+                        indexed=count if paged else None, named=0 if paged else None)
+
+    def _hex(self, handle: str, value: str) -> str:
+        try:
+            return str(self.gdb.command(f"-var-evaluate-expression -f hexadecimal {handle}").get("value", value))
+        except GdbCommandError as err:
+            log.info("hex value of %s: %s", handle, err.gdb_message)
+            return value
+
+    def native_text(self, thread: int, level: int, expression: str, hex_ints: bool = False) -> str:
+        """The whole value of ``expression`` as text (no limit on elements or repeats: the
+        clipboard's), from native frame ``level`` of ``thread``."""
+        option = "-f x " if hex_ints else ""
+        try:
+            self.gdb.command("-gdb-set print elements unlimited")
+            self.gdb.command("-gdb-set print repeats unlimited")
+            value = self.gdb.command(f"-data-evaluate-expression --thread {thread} --frame {level} {option}"
+                                     f"{mi_quote(expression)}")
+        except GdbCommandError as err:
+            raise DebuggerError(gdb_refusal(err)) from err
+        finally:
+            self.gdb.command("-gdb-set print elements 200")
+            self.gdb.command("-gdb-set print repeats 10")
+        return str(value.get("value", ""))
 
 
 def _python_index(stack: MixedStack, index: int) -> int:
@@ -290,7 +391,24 @@ def _python_index(stack: MixedStack, index: int) -> int:
     return sum(1 for frame in stack.frames[:index] if frame.kind == "python")
 
 
-def _python_variable(raw: dict[str, Any]) -> Variable:
+def python_variable(raw: dict[str, Any]) -> Variable:
+    """A VAR of the agent's reply as a ``Variable`` (its ``ref`` asks for its children)."""
     ref = int(raw.get("ref") or 0)
     return Variable(str(raw.get("name", "")), str(raw.get("value", "")), raw.get("type"),
-                    ("py", ref) if ref else None)
+                    ("py", ref) if ref else None, raw.get("evaluateName"), raw.get("hint"),
+                    raw.get("indexed"), raw.get("named"))
+
+
+def _page_request(page: Page) -> dict[str, Any]:
+    """A page as the agent's request fields."""
+    request: dict[str, Any] = {"start": page.start, "count": page.count, "format": {"hex": page.hex}}
+    if page.which:
+        request["filter"] = page.which
+    return request
+
+
+def gdb_refusal(err: GdbCommandError) -> str:
+    """gdb's message, or mixdbg's line when gdb refused to call a function."""
+    if "may-call-functions" in err.gdb_message:
+        return calls.refusal(calls.CallSafety(False, err.gdb_message))
+    return err.gdb_message

@@ -282,15 +282,26 @@ class Stepper:
     def _queue_signal(self, thread: int, number: int) -> None:
         """Have gdb deliver signal ``number`` to ``thread`` as it resumes, without stopping
         (gdb is told once per signal to pass it silently)."""
-        name = f"SIG{number}"
-        commands = ([] if number in self._passed else [f"handle {name} nostop noprint pass"]) + [f"queue-signal {name}"]
-        for command in commands:
-            try:
-                self.gdb.command(f"-interpreter-exec --thread {thread} console {mi_quote(command)}")
-            except GdbCommandError as err:  # the agent's next-line stop is still armed
-                log.info("step signal: %s", err.gdb_message)
-                return
+        if not self.pass_signal(thread, number):
+            return  # the agent's next-line stop is still armed
+        try:
+            self.gdb.command(f"-interpreter-exec --thread {thread} console {mi_quote(f'queue-signal SIG{number}')}")
+        except GdbCommandError as err:
+            log.info("step signal: %s", err.gdb_message)
+
+    def pass_signal(self, thread: int, number: int) -> bool:
+        """Tell gdb, once per session, to pass signal ``number`` to the program without
+        stopping (the agent's step signal; a cancelled request's too); False if gdb refused."""
+        if number in self._passed:
+            return True
+        try:
+            self.gdb.command(f"-interpreter-exec --thread {thread} console "
+                             f"{mi_quote(f'handle SIG{number} nostop noprint pass')}")
+        except GdbCommandError as err:
+            log.info("passing SIG%d: %s", number, err.gdb_message)
+            return False
         self._passed.add(number)
+        return True
 
     def _gdb_step(self, command: str, thread: int, level: int) -> None:
         self.native_thread = thread

@@ -11,6 +11,9 @@ nothing of mixdbg's own environment is imported into the debuggee:
 
 - ``agent.py``: start, tracing, breakpoints, steps, exception stops, fork;
 - ``layout.py``: the shared block and mailboxes in memory, and the exchange at a trap;
-- ``values.py``: variables, evaluation, conditions and logpoint messages at a stop;
+- ``values.py``: values' text, evaluation, conditions and logpoint messages at a stop;
+- ``members.py``: a value's members as debugpy shows them (groups, ``len()``, numpy, fields);
+- ``stopsession.py``: the requests a stopped thread serves (variables, evaluate, setVariable,
+  setExpression, completions), each cancellable;
 - ``channel.py``: the config socket.
 """

@@ -56,12 +56,13 @@ def _load_sibling(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from mixdbg.pyagent import channel, layout, values
-else:
-    layout, values, channel = (_load_sibling(name) for name in ("layout", "values", "channel"))
+    from mixdbg.pyagent import channel, layout, members, stopsession, values
+else:  # in dependency order: stopsession uses members and values
+    layout, members, values, stopsession, channel = (
+        _load_sibling(name) for name in ("layout", "members", "values", "stopsession", "channel"))
 STEP_IN, STEP_TO_DEPTH, STEP_OUT = layout.STEP_IN, layout.STEP_TO_DEPTH, layout.STEP_OUT
 #: The agent's own code files, whose frames are never shown (nor counted in K).
-_AGENT_FILES = frozenset({__file__, layout.__file__, values.__file__, channel.__file__})
+_AGENT_FILES = frozenset({__file__, *(module.__file__ for module in (layout, members, values, stopsession, channel))})
 _native_trap = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("Py_GetCompiler", ctypes.pythonapi))
 #: The stop: called with a mailbox address, returns when the engine resumes the thread.
 #: Tests replace it by a Python callable that plays the engine.
@@ -389,7 +390,9 @@ def _take_step_signal() -> None:
 
 def _on_step_signal(signum: int, frame: FrameType | None) -> None:
     """The engine's :data:`STEP_SIGNAL`: a native Step Out returned into ``frame``; stop
-    there if the step armed on this thread still waits for a frame that deep."""
+    there if the step armed on this thread still waits for a frame that deep. Sent while a
+    request is served, it ends the request if it was cancelled."""
+    values.raise_if_cancelled()
     slot = _my_slot()
     if frame is not None and slot is not None and slot.mode == STEP_TO_DEPTH and _depth_at_most(frame, slot.depth):
         _stop(frame, "step", description="Paused after step")
@@ -573,8 +576,12 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
         message["exception"] = exception
     if frames is not None:
         message["frames"] = [values.frame_record(f) for f in frames]
-    session = values.StopSession(frames if frames is not None else _user_frames(frame))
     mailbox = _mailbox(state)
+    # A request is cancelled by the engine writing into ``in`` while it runs (DAP cancel, Pause).
+    session = stopsession.StopSession(frames if frames is not None else _user_frames(frame),
+                                      cancelled=lambda: mailbox.in_len != 0,
+                                      signalled=_step_signal is not None
+                                      and threading.current_thread() is threading.main_thread())
     while True:
         command = layout.exchange(mailbox, message, trap) or {"command": "continue"}
         name = command.get("command", "continue")

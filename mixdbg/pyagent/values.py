@@ -1,23 +1,28 @@
-"""Variables and evaluation at a Python stop (standard library only).
+"""Values at a Python stop (standard library only): their text (a bounded repr, ints in hex
+on request, the whole text for the clipboard), evaluation in a frame (assignments to
+locals stick), breakpoint hit conditions and logpoint messages.
 
-Loaded by path beside ``agent.py`` as ``_mixdbg_agent_values``. A :class:`StopSession` serves
-the engine's requests for one stop of one thread; its variable references are valid until
-the thread leaves the stop.
+Loaded by path beside ``agent.py`` as ``_mixdbg_agent_values``; the requests of a stop are
+served by ``stopsession.StopSession``.
 """
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import itertools
+import json
 import re
 import reprlib
 import sys
-from types import FrameType, MappingProxyType
+import threading
+from types import CodeType, FrameType
 from typing import Any
 
 MAX_REPR = 1000
 MAX_CHILDREN = 300
-TENSOR_VALUES = 16
+#: The clipboard's text must fit the mailbox's ``out`` (1 MiB) as JSON, with the reply around it.
+CLIPBOARD_LIMIT = (1 << 20) - 4096
 _LOCALS_TO_FAST = getattr(ctypes.pythonapi, "PyFrame_LocalsToFast", None)  # gone in 3.13 (PEP 667)
 if _LOCALS_TO_FAST is not None:
     _LOCALS_TO_FAST.argtypes = [ctypes.py_object, ctypes.c_int]
@@ -29,6 +34,9 @@ def one_line(err: BaseException) -> str:
     message = err.msg if isinstance(err, SyntaxError) and err.msg else str(err)
     text = message.strip().splitlines()
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+_CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
 
 
 class _BoundedRepr(reprlib.Repr):
@@ -45,92 +53,59 @@ class _BoundedRepr(reprlib.Repr):
         return "{" + ", ".join(pieces + (["..."] if len(x) > self.maxdict else [])) + "}"
 
     def repr_instance(self, x: object, level: int) -> str:
-        """The object's own repr; its error is the caller's to describe (reprlib hides it)."""
+        """The object's own repr; its error is the caller's to describe (reprlib hides it).
+        A subclass of a built-in container that keeps its repr is bounded as the container."""
+        for base in _CONTAINERS:
+            if isinstance(x, base) and type(x).__repr__ is base.__repr__:
+                return str(getattr(self, f"repr_{base.__name__}")(x, level))
         return repr(x)
 
 
-def _bounded_repr() -> reprlib.Repr:
-    bounded = _BoundedRepr()
+class _HexRepr(_BoundedRepr):
+    """As :class:`_BoundedRepr`, ints in hex (``0xff``), inside containers too, as debugpy's
+    ``format.hex`` shows them."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        """``hex(x)``."""
+        return hex(x)
+
+
+def _bounded_repr(kind: type[_BoundedRepr]) -> reprlib.Repr:
+    bounded = kind()
     for name in ("maxlist", "maxtuple", "maxdict", "maxset", "maxfrozenset", "maxdeque", "maxarray"):
         setattr(bounded, name, MAX_CHILDREN)
     bounded.maxlevel, bounded.maxstring, bounded.maxlong, bounded.maxother = 8, MAX_REPR, MAX_REPR, MAX_REPR
     return bounded
 
 
-_REPR = _bounded_repr()
+_REPR, _HEX = _bounded_repr(_BoundedRepr), _bounded_repr(_HexRepr)
 
 
-def safe_repr(value: object) -> str:
-    """``repr(value)``, at most MAX_REPR characters; a failing repr is described, not raised."""
+def safe_repr(value: object, hex_ints: bool = False) -> str:
+    """``repr(value)``, at most MAX_REPR characters (ints in hex with ``hex_ints``); a
+    failing repr is described, not raised."""
     try:
-        text = _REPR.repr(value)
+        text = (_HEX if hex_ints else _REPR).repr(value)
     except Exception as err:  # the user's __repr__
         text = f"<repr failed: {one_line(err)}>"
     return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
 
 
+def full_repr(value: object, hex_ints: bool = False) -> str:
+    """The whole ``repr(value)`` (the clipboard's: "Copy Value" copies all of a long
+    string), cut only where its JSON would not fit the mailbox."""
+    try:
+        text = hex(value) if hex_ints and type(value) is int else repr(value)
+    except Exception as err:  # the user's __repr__
+        return f"<repr failed: {one_line(err)}>"
+    while len(json.dumps(text)) > CLIPBOARD_LIMIT:
+        text = text[: len(text) * 3 // 4]
+    return text
+
+
 def type_name(value: object) -> str:
     """The name of the value's type."""
     return type(value).__qualname__
-
-
-def _is_tensor(value: object) -> bool:
-    torch = sys.modules.get("torch")  # only when the program imported it itself
-    tensor = getattr(torch, "Tensor", None)
-    return isinstance(tensor, type) and isinstance(value, tensor)
-
-
-def _tensor_children(value: Any) -> list[tuple[str, object]]:
-    try:
-        first = value.detach().reshape(-1)[:TENSOR_VALUES].tolist()
-    except Exception as err:  # e.g. a meta tensor has no values
-        first = f"<unavailable: {one_line(err)}>"
-    return [("dtype", value.dtype), ("shape", tuple(value.shape)), ("device", value.device), ("values", first)]
-
-
-def _namespace(value: object) -> Any:
-    """The object's ``__dict__`` (a class's too), if it has one."""
-    attrs = getattr(value, "__dict__", None)
-    return attrs if isinstance(attrs, (dict, MappingProxyType)) else None
-
-
-def _attributes(value: object) -> list[tuple[str, object]]:
-    """Attributes: ``__dict__`` (the first MAX_CHILDREN) and ``__slots__``."""
-    attrs = _namespace(value)
-    found = [(str(name), item) for name, item in itertools.islice(attrs.items(), MAX_CHILDREN)] if attrs else []
-    for klass in type(value).__mro__:
-        slots = klass.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__") and hasattr(value, name):
-                found.append((name, getattr(value, name)))
-    return found
-
-
-def children_of(value: object) -> list[tuple[str, object]]:
-    """The named parts of a value (empty: it has none)."""
-    if _is_tensor(value):
-        return _tensor_children(value)
-    if isinstance(value, dict):
-        items = [(safe_repr(key), item) for key, item in itertools.islice(value.items(), MAX_CHILDREN)]
-    elif isinstance(value, (list, tuple)):
-        items = [(str(index), item) for index, item in enumerate(value[:MAX_CHILDREN])]
-    elif isinstance(value, (set, frozenset)):
-        items = [(str(index), item) for index, item in zip(range(MAX_CHILDREN), value)]
-    else:
-        return _attributes(value)
-    return items + [("len()", len(value))] if items else []
-
-
-def _has_children(value: object) -> bool:
-    if isinstance(value, (dict, list, tuple, set, frozenset)):
-        return len(value) > 0
-    if isinstance(value, (str, bytes, int, float, complex, bool, type(None))):
-        return False
-    try:
-        return _is_tensor(value) or bool(_namespace(value)) or any(
-            klass.__dict__.get("__slots__") for klass in type(value).__mro__)
-    except Exception:  # a hostile __getattr__: shown without children
-        return False
 
 
 _HIT_CONDITION = re.compile(r"^\s*(==|>=|<=|>|<|%)?\s*(\d+)\s*$")
@@ -184,54 +159,111 @@ def interpolate(message: str, frame: FrameType) -> str:
     return re.sub(r"\{([^{}]+)\}", value, message)
 
 
-class StopSession:
-    """The requests served at one stop of one thread."""
 
-    def __init__(self, frames: list[FrameType]) -> None:
-        self.frames = frames
-        self.refs: list[object] = []
 
-    def handle(self, command: dict[str, Any]) -> dict[str, Any]:
-        """Answer one request with a reply message (errors are one line)."""
-        reply: dict[str, Any] = {"event": "reply", "id": command.get("id")}
+def set_local(frame: FrameType, name: str, value: object) -> None:
+    """Bind a frame's local ``name`` to ``value`` so that the program then uses it (3.13+:
+    the f_locals proxy writes through; before, PyFrame_LocalsToFast copies the dict back;
+    a module's frame: its globals)."""
+    local_vars = frame.f_locals
+    local_vars[name] = value
+    if _LOCALS_TO_FAST is not None:
+        _LOCALS_TO_FAST(frame, 0)
+
+
+#: id(code) -> (code, how it loops: False, True, or ON_ONE_LINE); see ``_loops``.
+_loop_kinds: dict[int, tuple[CodeType, Any]] = {}
+
+
+class Cancelled(BaseException):
+    """The engine cancelled the request being served (a BaseException: the user's
+    ``except Exception`` does not swallow it)."""
+
+
+def run_cancellable(call: Any, cancelled: Any, traced: bool = True) -> Any:
+    """``call()``, interrupted once ``cancelled()`` says so (a DAP ``cancel``, or Pause).
+
+    In the main thread the engine's signal interrupts it (``raise_if_cancelled``, from the
+    agent's handler: Python runs it at its next instruction, or when a wait in native code
+    such as ``sleep`` ends early), at no cost while it runs. Elsewhere (``traced``) a tracer
+    of our own checks at each call, and at each line of a frame that loops (code without a
+    backward jump cannot run forever by itself: its frames get no line events); that makes
+    a request that runs much Python 3 to 10 times slower, as any settrace debugger. A stop
+    is served inside the agent's trace function, where Python traces nothing:
+    ``sys.call_tracing`` traces again for this thread only, with our tracer, which also keeps
+    breakpoints from stopping inside the request."""
+    global _serving
+    if not traced:
+        outer, _serving = _serving, (threading.get_ident(), cancelled)
         try:
-            reply["body"] = self._answer(command)
-        except Exception as err:  # the user's code ran: any error is the answer
-            reply["error"] = one_line(err)
-        return reply
+            return call()
+        finally:
+            _serving = outer
 
-    def _answer(self, command: dict[str, Any]) -> dict[str, Any]:
-        name = command.get("command")
-        if name == "variables":
-            frame = self._frame(command)
-            scope = frame.f_globals if command.get("scope") == "globals" else frame.f_locals
-            names = [(str(key), item) for key, item in list(scope.items()) if key != "__builtins__"]
-            return {"variables": [self.variable(key, item) for key, item in names]}
-        if name == "children":
-            ref = int(command["ref"])
-            if not 0 < ref <= len(self.refs):
-                raise KeyError(f"no variable reference {ref} at this stop")
-            return {"variables": [self.variable(key, item) for key, item in children_of(self.refs[ref - 1])]}
-        if name == "evaluate":
-            is_value, value = evaluate_in(self._frame(command), command["expression"],
-                                          statements=command.get("context") == "repl")
-            if not is_value:
-                return {"result": "", "type": "", "ref": 0}
-            return {"result": safe_repr(value), "type": type_name(value), "ref": self._ref(value)}
-        raise ValueError(f"unknown command {name!r}")
+    def on_line(frame: FrameType, event: str, arg: object) -> Any:
+        if cancelled():
+            raise Cancelled("cancelled")
+        return on_line
 
-    def _frame(self, command: dict[str, Any]) -> FrameType:
-        index = int(command.get("frame", 0))
-        if not 0 <= index < len(self.frames):
-            raise IndexError(f"no Python frame {index} at this stop")
-        return self.frames[index]
+    def on_call(frame: FrameType, event: str, arg: object, known: Any = _loop_kinds.get) -> Any:
+        if cancelled():
+            raise Cancelled("cancelled")
+        code = frame.f_code
+        kind = known(id(code))
+        loops = _loops(code) if kind is None else kind[1]
+        if not loops:
+            return None
+        if loops is _ON_ONE_LINE:
+            frame.f_trace_opcodes = True
+        return on_line
 
-    def _ref(self, value: object) -> int:
-        if not _has_children(value):
-            return 0
-        self.refs.append(value)
-        return len(self.refs)
+    def with_tracer() -> Any:
+        global _serving
+        previous, outer = sys.gettrace(), _serving
+        sys.settrace(on_call)
+        _serving = (threading.get_ident(), cancelled)
+        try:
+            return call()
+        finally:
+            sys.settrace(previous)
+            _serving = outer
+    return sys.call_tracing(with_tracer, ())
 
-    def variable(self, name: str, value: object) -> dict[str, Any]:
-        """One VAR of the contract: name, value (repr), type, ref (0: no children)."""
-        return {"name": name, "value": safe_repr(value), "type": type_name(value), "ref": self._ref(value)}
+
+#: The thread serving a request, and its request's ``cancelled``, while one is served.
+_serving: tuple[int, Any] | None = None
+
+
+def raise_if_cancelled() -> None:
+    """From the agent's signal handler (the main thread): end the request the main thread
+    serves if it was cancelled (Python runs the handler at the request's next instruction,
+    or when a wait in native code, ``sleep``, ends early)."""
+    serving = _serving
+    if serving is not None and serving[0] == threading.get_ident() and serving[1]():
+        raise Cancelled("cancelled")
+
+
+#: How a code object loops: not at all (False), across lines (True), or back to a line of its
+#: own, for which 3.10 and 3.11 send no line event (``while True: pass``): such code is traced
+#: per instruction while a request runs (3.12+ send them).
+_ON_ONE_LINE = "on one line"
+def _loops(code: CodeType) -> Any:
+    """Whether ``code`` has a backward jump, and whether 3.10/3.11 would miss its lines
+    (remembered by id: a code object's own hash is computed from its contents each time)."""
+    import dis  # once a request runs code
+
+    line, lines = 0, {}
+    found: Any = False
+    for instruction in dis.get_instructions(code):
+        if instruction.starts_line is not None:
+            line = instruction.starts_line
+        lines[instruction.offset] = line
+        jumps = instruction.opcode in dis.hasjabs or instruction.opcode in dis.hasjrel
+        target = instruction.argval if jumps else None
+        if isinstance(target, int) and target <= instruction.offset:
+            if lines.get(target) == line and sys.version_info < (3, 12):
+                found = _ON_ONE_LINE
+                break
+            found = True
+    _loop_kinds[id(code)] = (code, found)
+    return found

@@ -292,12 +292,16 @@ class Walker:
     # --- locals -----------------------------------------------------------------------
 
     def locals(self, frame: int) -> list[tuple[str, str]]:
-        """``(name, summary)`` of a frame's local variables, in definition order."""
+        """``(name, summary)`` of a frame's local variables, in definition order; a module's
+        frame (whose locals are its globals, as debugpy shows them) its globals but the
+        ``__special__`` ones."""
         lay = self.layout
         header = self.read(frame, lay.frame_size)
         code_address = word(header, lay.frame_code) & ~lay.tag_bits
         if self.objects.type_name(code_address) != "code":
             raise ObjectError(f"{frame:#x} is not a Python frame")
+        if self.code(code_address).name == "<module>":
+            return self._module_globals(word(self.read(frame + lay.frame_locals, 8), 0))
         head = self.read(code_address, lay.code_size)
         names = self._tuple(word(head, lay.code_names))
         if lay.code_kinds is not None:
@@ -314,6 +318,19 @@ class Walker:
             if kind & (KIND_CELL | KIND_FREE) and value and self.objects.type_name(value) == "cell":
                 value = word(self.read(value + lay.cell_ref, 8), 0)
             shown.append((self.objects.string(name_address), self.objects.summary(value)))
+        return shown
+
+    def _module_globals(self, mapping: int) -> list[tuple[str, str]]:
+        """The names a module frame's locals mapping (its globals dict) binds."""
+        if not mapping or self.objects.type_name(mapping) != "dict":
+            return []
+        shown = []
+        for key, value in self.objects.dict_entries(mapping, MAX_LOCALS):
+            if self.objects.type_name(key) != "str":
+                continue
+            name = self.objects.string(key)
+            if not (name.startswith("__") and name.endswith("__")):
+                shown.append((name, self.objects.summary(value)))
         return shown
 
     def _tuple(self, address: int) -> tuple[int, ...]:

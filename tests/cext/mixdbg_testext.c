@@ -82,12 +82,39 @@ static PyObject *native_block(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* A struct local and a call that never returns by itself: a debugger sets a member (the
+ * sum is computed after the stop) and cancels a call gdb makes (mixdbg_release ends it). */
+struct mixdbg_point {
+    long x;
+    long y;
+};
+
+volatile long mixdbg_release = 0;
+
+long native_wait_for_release(void)
+{
+    while (!mixdbg_release) {
+    }
+    return mixdbg_release;
+}
+
+static PyObject *native_point_sum(PyObject *self, PyObject *args)
+{
+    long x;
+    if (!PyArg_ParseTuple(args, "l", &x))
+        return NULL;
+    struct mixdbg_point point = {x, x + 1};
+    long sum = point.x + point.y; /* @point */
+    return PyLong_FromLong(sum);
+}
+
 static PyMethodDef methods[] = {
     {"loop", native_loop, METH_VARARGS, "Call native_step(i) for i in range(n)."},
     {"callback", native_callback, METH_VARARGS, "Call a Python callable from C."},
     {"crash", native_crash, METH_VARARGS, "0: SIGSEGV, 1: SIGABRT, 2: SIGFPE."},
     {"spin", native_spin, METH_VARARGS, "Busy-loop in C for the given seconds."},
     {"block", native_block, METH_VARARGS, "Sleep in C for the given seconds, without the GIL."},
+    {"point_sum", native_point_sum, METH_VARARGS, "x + (x + 1), through a struct local."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.timeout(180)
 
 LOCALS = [r"n = 1", r"label = 'naïve'", r"ratio = 0\.5", r"blob = b'\\x00raw'", r"pair = tuple \(len 2\)",
           r"flag = True", r"nothing = None", r"items = list \(len 3\)", r"table = dict \(len 1\)",
-          r"tags = set \(len 2\)", r"model = Model\r", r"big = int \(large\)", r"neg = -7"]
+          r"tags = set \(len 2\)", r"model = Model\r", r"big = int \(large\)", r"neg = -7",
+          r"record = Record\(size=3, name='r'\)"]
 
 
 def converse(child: pexpect.spawn) -> None:

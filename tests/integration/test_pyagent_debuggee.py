@@ -132,10 +132,15 @@ def test_breakpoint_variables_and_evaluate(python: str) -> None:
         assert set(variables) == {"items", "point", "table"}
         assert variables["items"]["value"] == "[3, 4, 5]" and variables["point"]["type"] == "Point"
         trap, reply = engine.ask(trap, {"command": "children", "id": 2, "ref": variables["point"]["ref"]})
-        assert [(var["name"], var["value"]) for var in reply["body"]["variables"]] == [("x", "1"), ("y", "2")]
-        # the caller's frame (K = 1) and its module's globals
+        assert [(var["name"], var["value"], var.get("evaluateName")) for var in reply["body"]["variables"]] == [
+            ("special variables", "", None), ("x", "1", "point.x"), ("y", "2", "point.y")]
+        # the caller's frame (K = 1) and its module's globals: its class and function in their groups
         trap, reply = engine.ask(trap, {"command": "variables", "id": 3, "frame": 1, "scope": "globals"})
-        assert {"Point", "work"} <= {var["name"] for var in reply["body"]["variables"]}
+        groups = {var["name"]: var["ref"] for var in reply["body"]["variables"]}
+        trap, classes = engine.ask(trap, {"command": "children", "id": 31, "ref": groups["class variables"]})
+        trap, functions = engine.ask(trap, {"command": "children", "id": 32, "ref": groups["function variables"]})
+        assert [var["name"] for var in classes["body"]["variables"] + functions["body"]["variables"]] == [
+            "Point", "work"]
         # evaluate: an expression, an error, a statement in the repl that changes a local
         trap, reply = engine.ask(trap, {"command": "evaluate", "id": 4, "frame": 0, "expression": "table['a'][1:]",
                                         "context": "watch"})
@@ -464,7 +469,7 @@ def test_native_trap_under_gdb(python: str) -> None:
     seen = json.loads(result.stdout.split("SEEN ", 1)[1].splitlines()[0])
     assert [message["event"] for message in seen] == ["stopped", "reply"], result.stdout
     assert seen[0]["reason"] == "breakpoint" and seen[0]["breakpoints"] == [1]
-    assert seen[1]["body"] == {"result": "42", "type": "int", "ref": 0}
+    assert seen[1]["body"] == {"result": "42", "type": "int", "ref": 0, "evaluateName": "n * 2"}
     assert "n 21" in result.stdout
 
 

@@ -35,7 +35,10 @@ LIVE_READER = Path(__file__).resolve().parents[1] / "live_reader.py"
 EXPECTED_LOCALS = [("n", "1"), ("label", "'naïve'"), ("ratio", "0.5"), ("blob", "b'\\x00raw'"),
                    ("pair", "tuple (len 2)"), ("flag", "True"), ("nothing", "None"), ("items", "list (len 3)"),
                    ("table", "dict (len 1)"), ("tags", "set (len 2)"), ("model", "<a Model, by a registered summary>"),
-                   ("big", "int (large)"), ("neg", "-7")]
+                   ("big", "int (large)"), ("neg", "-7"), ("record", "Record(size=3, name='r')"),
+                   ("opened", "Record(size=4, name='r')")]
+#: Some of the globals a module's frame shows (its locals are its globals).
+EXPECTED_GLOBALS = [("MODE", "'block'"), ("ext", "<module 'mixdbg_testext'>"), ("Record", "<class 'Record'>")]
 
 
 def script_frames(thread: dict[str, Any], script: str) -> list[tuple[str, int]]:
@@ -54,6 +57,9 @@ def check_matrix(document: dict[str, Any], minor: int, script: str) -> None:
     others = [script_frames(t, script) for t in document["threads"] if t is not worker]
     assert others == [[("<module>", script_line(MATRIX_SCRIPT, "join"))]]
     assert document["locals"] == [list(pair) for pair in EXPECTED_LOCALS]
+    module = dict(document["module"])
+    assert [(name, module.get(name)) for name, _ in EXPECTED_GLOBALS] == EXPECTED_GLOBALS
+    assert module["worker"].startswith("Thread(") and "__name__" not in module
 
 
 @pytest.mark.parametrize("label", [pytest.param(label, marks=[] if label == "pyenv-3.11" else pytest.mark.slow)

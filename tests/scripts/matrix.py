@@ -27,6 +27,8 @@ def résumé_данные(n):
     # Variables for 'locals' to show (unused otherwise).
     label, ratio, blob, pair = "naïve", 0.5, b"\x00raw", (n, None)  # noqa: F841
     flag, nothing, items, table, tags, model, big, neg = True, None, [1, 2, 3], {"a": 1}, {1, 2}, Model(), 2**100, -7  # noqa: F841
+    record, opened = Record(3), Record(4)  # noqa: F841
+    vars(opened)  # its attributes now in a dict of their own (3.11+ keep them without one until then)
     if MODE == "block":
         print("ready", flush=True)
     return ext.loop(n) if MODE == "loop" else ext.crash(0) if MODE == "crash" else ext.block(60)  # @resume
@@ -39,6 +41,14 @@ def gen(n):
 @deco
 def decorated(n):
     return list(gen(n))  # @decorated
+
+
+class Record:
+    """An instance with attributes: a native stop's locals show them."""
+
+    def __init__(self, size):
+        self.size = size
+        self.name = "r"
 
 
 class Model:

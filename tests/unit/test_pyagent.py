@@ -1,13 +1,12 @@
 """The Python agent's pure parts, in this process: the memory layout of the contract, hit
-conditions, justMyCode, and variables/evaluation (tests/integration/test_pyagent.py runs the
-agent in real debuggees)."""
+conditions, justMyCode, evaluation (test_pyagent_values.py: variables and the requests of a
+stop; tests/integration/test_pyagent.py runs the agent in real debuggees)."""
 
 from __future__ import annotations
 
 import ctypes
 import os
 import sys
-import time
 import types
 from pathlib import Path
 from typing import Any
@@ -57,76 +56,6 @@ def test_depth_counts_every_frame() -> None:
     assert agent._depth_at_most(frame, depth) and not agent._depth_at_most(frame, depth - 1)
 
 
-class Slotted:
-    __slots__ = ("a", "b")
-
-    def __init__(self) -> None:
-        self.a = 1
-
-
-class Plain:
-    def __init__(self) -> None:
-        self.x = [1, 2]
-
-
-def _children(value: object) -> dict[str, Any]:
-    return {name: item for name, item in values.children_of(value)}
-
-
-def test_children_of_containers_and_objects() -> None:
-    assert _children([10, 20]) == {"0": 10, "1": 20, "len()": 2}
-    assert _children((5,)) == {"0": 5, "len()": 1}
-    assert _children({"k": 1}) == {"'k'": 1, "len()": 1}
-    assert _children({7}) == {"0": 7, "len()": 1}
-    assert _children(Plain()) == {"x": [1, 2]}
-    assert _children(Slotted()) == {"a": 1}  # b is unset
-    assert _children(3) == {} and _children("text") == {}
-    assert len(values.children_of(list(range(5000)))) == values.MAX_CHILDREN + 1
-
-
-def test_repr_is_bounded_and_never_raises() -> None:
-    class Bad:
-        def __repr__(self) -> str:
-            raise RuntimeError("no\nway")
-
-    assert len(values.safe_repr("x" * 5000)) == values.MAX_REPR
-    assert values.safe_repr(Bad()) == "<repr failed: RuntimeError: no>"
-    # as repr for the small (dicts in insertion order); a huge container is never repr'd whole
-    assert values.safe_repr({"b": [1, (2, 3)], "a": {4}}) == "{'b': [1, (2, 3)], 'a': {4}}"
-    huge = list(range(10_000_000))
-    start = time.perf_counter()
-    assert values.safe_repr(huge).startswith("[0, 1, 2") and time.perf_counter() - start < 0.05
-
-
-class _Flat(list):  # type: ignore[type-arg]
-    """What ``tensor.detach().reshape(-1)[:16]`` is enough like for the agent."""
-
-    def __getitem__(self, index: Any) -> Any:
-        return _Flat(super().__getitem__(index)) if isinstance(index, slice) else super().__getitem__(index)
-
-    def tolist(self) -> list[float]:
-        return list(self)
-
-
-class FakeTensor:
-    dtype, shape, device = "torch.float32", (2, 20), "cpu"
-
-    def detach(self) -> FakeTensor:
-        return self
-
-    def reshape(self, *shape: int) -> _Flat:
-        return _Flat(float(index) for index in range(40))
-
-
-def test_tensor_children_only_when_the_program_imported_torch(monkeypatch: pytest.MonkeyPatch) -> None:
-    tensor = FakeTensor()
-    monkeypatch.delitem(sys.modules, "torch", raising=False)
-    assert values.children_of(tensor) == []  # no torch module: an ordinary object
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor))
-    assert _children(tensor) == {"dtype": "torch.float32", "shape": (2, 20), "device": "cpu",
-                                 "values": [float(index) for index in range(16)]}
-
-
 def _frame_with_local() -> tuple[types.FrameType, int]:
     x = 1
     frame = sys._getframe()
@@ -137,32 +66,6 @@ def _frame_with_local() -> tuple[types.FrameType, int]:
 def test_statements_change_locals() -> None:
     _, x = _frame_with_local()
     assert x == 42
-
-
-def test_stop_session_requests() -> None:
-    numbers = [1, 2, 3]  # noqa: F841 (read through the frame)
-    session = values.StopSession([sys._getframe()])
-    reply = session.handle({"command": "variables", "id": 1, "frame": 0})
-    assert reply["id"] == 1
-    (var,) = [var for var in reply["body"]["variables"] if var["name"] == "numbers"]
-    assert var["value"] == "[1, 2, 3]" and var["type"] == "list" and var["ref"] > 0
-    kids = session.handle({"command": "children", "id": 2, "ref": var["ref"]})["body"]["variables"]
-    assert [(kid["name"], kid["value"]) for kid in kids] == [("0", "1"), ("1", "2"), ("2", "3"), ("len()", "3")]
-    assert session.handle({"command": "evaluate", "id": 3, "frame": 0, "expression": "numbers[1] * 10",
-                           "context": "watch"})["body"] == {"result": "20", "type": "int", "ref": 0}
-    globals_reply = session.handle({"command": "variables", "id": 4, "frame": 0, "scope": "globals"})
-    assert "Plain" in {var["name"] for var in globals_reply["body"]["variables"]}
-    errors = [session.handle(command)["error"] for command in (
-        {"command": "evaluate", "id": 5, "frame": 0, "expression": "nope", "context": "watch"},
-        {"command": "evaluate", "id": 6, "frame": 0, "expression": "x = 1", "context": "hover"},
-        {"command": "children", "id": 7, "ref": 99},
-        {"command": "variables", "id": 8, "frame": 5},
-        {"command": "teleport", "id": 9})]
-    assert errors[0] == "NameError: name 'nope' is not defined"
-    assert errors[1].startswith("SyntaxError")
-    assert errors[2] == "KeyError: 'no variable reference 99 at this stop'"
-    assert errors[3] == "IndexError: no Python frame 5 at this stop"
-    assert errors[4] == "ValueError: unknown command 'teleport'"
 
 
 def test_logpoint_interpolation() -> None:

@@ -254,3 +254,44 @@ def test_run_without_debugging_ctrl_f5_runs_past_breakpoints(code_server: CodeSe
     # Then it ran to its end, untraced (no gdb), and never stopped at the breakpoint
     assert ran.read_text() == "0"
     assert not steps["paused"]
+
+
+@pytest.mark.timeout(600)
+def test_set_value_in_variables_is_the_value_the_program_uses(code_server: CodeServer, tmp_path: Path) -> None:
+    # Given a Python file with a breakpoint in its gutter after `count = 1`, and no launch.json
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    result = tmp_path / "doubled"
+    (workspace / "counts.py").write_text(
+        "import pathlib\n"
+        "count = 1\n"
+        "doubled = count * 2  # @stop\n"
+        "print(f'doubled {doubled}', flush=True)\n"
+        f"pathlib.Path({str(result)!r}).write_text(str(doubled))\n")
+    # When F5 stops there and count is set to 21 from the VARIABLES view (Set Value)
+    steps = drive(code_server, "set_value.js", workspace, timeout=240, script="counts.py",
+                  line=marker_line(workspace / "counts.py", "stop"), name="count", value="21")
+    # Then VARIABLES shows 21, and the program, continued, used it
+    assert re.match(r"count\b.*\b1$", steps["before"]), steps["before"]
+    assert re.match(r"count\b.*\b21$", steps["after"]), steps["variables"]
+    assert result.read_text() == "42"
+
+
+@pytest.mark.timeout(300)
+def test_launch_json_written_by_setup_flags_nothing_of_mixdbgs_entries(code_server: CodeServer,
+                                                                      tmp_path: Path) -> None:
+    # Given the launch.json `mixdbg setup` writes by default: the extension's entries, then the
+    # debugpy + cppdbg pair and their compound
+    workspace = hello_workspace(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "mixdbg", "setup"], cwd=workspace, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    text = (workspace / ".vscode" / "launch.json").read_text().splitlines()
+    pair_starts = next(n for n, line in enumerate(text, 1) if '"mixdbg: Python (debugpy attach)"' in line) - 1
+    # When it is open in VS Code with the mixdbg extension (and neither debugpy's nor cpptools')
+    steps = drive(code_server, "launch_problems.js", workspace, timeout=240)
+    # Then VS Code's own validation flags no line of the mixdbg entries (processId's picker
+    # included); what it flags is in the pair, whose debug types are not installed here
+    flagged = [int(found.group(1)) for problem in steps["problems"] if (found := re.search(r"\[Ln (\d+),", problem))]
+    assert flagged and all(line >= pair_starts for line in flagged), steps["problems"]
+    assert any("debug type is not recognized" in problem for problem in steps["problems"])
