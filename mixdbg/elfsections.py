@@ -139,3 +139,28 @@ def dynamic_symbols(stream: BinaryIO, names: Iterable[str]) -> dict[str, int]:
         if name_offset in wanted and section != 0:
             found[wanted[name_offset]] = value
     return found
+
+
+#: The note type of a GNU build id (``NT_GNU_BUILD_ID``) and its owner's name.
+_NT_GNU_BUILD_ID = 3
+_GNU = b"GNU\0"
+
+
+def build_id(stream: BinaryIO) -> str | None:
+    """The GNU build id (hex) of the ELF file open in ``stream``, from its
+    ``.note.gnu.build-id`` section; None when it has none."""
+    header = _header(stream)
+    note = read_sections(stream).get(".note.gnu.build-id")
+    if note is None or note.type == SHT_NOBITS:
+        return None
+    stream.seek(note.offset)
+    data = stream.read(note.size)
+    offset = 0
+    while offset + 12 <= len(data):
+        name_size, desc_size, kind = struct.unpack_from(header.order + "III", data, offset)
+        name_at = offset + 12
+        desc_at = name_at + (name_size + 3) // 4 * 4
+        if kind == _NT_GNU_BUILD_ID and data[name_at:name_at + name_size] == _GNU:
+            return data[desc_at:desc_at + desc_size].hex()
+        offset = desc_at + (desc_size + 3) // 4 * 4
+    return None

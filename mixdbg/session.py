@@ -142,7 +142,8 @@ class Session:
             while_gdb_boots()
         self.gdb.set_modes()
         self.gdb.console(f"source {HELPER_SCRIPT}")
-        self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
+        self.gdb.console(f"source {TORCH_GDB_COMMANDS}")  # with the tensor printers (gdb_printers.py)
+        self.gdb.command("-enable-pretty-printing")  # printers for variable objects too
         self.call_safety = calls.guard(self.gdb)
         for pattern in SKIPPED_SOURCES:
             self.gdb.console(f"skip -gfile {pattern}")

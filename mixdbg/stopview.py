@@ -144,7 +144,13 @@ class StopView:
         frames = stack_now.frames
         if self.pid is None or not frames or frames[0].kind != "native":
             return None
-        return self.torch.arguments(self.pid, views.interpreter(self.pid, self.python), frames[0].function, names)
+        return self.torch.arguments(self.pid, views.interpreter(self.pid, self.python), frames[0].function, names,
+                                    debug_info=frames[0].file is not None)
+
+    def prepare_printers(self, pid: int) -> None:
+        """Before gdb shows native values of process ``pid``: its tensor printers get the
+        layout of the debuggee's torch build, once torch is loaded (see ``pytorch.views``)."""
+        self.torch.prepare_printers(pid, views.interpreter(pid, self.python))
 
     def tensor_at(self, address: int) -> dict[str, Any]:
         """The tensor at ``address`` (a TensorImpl or at::Tensor), read from memory only."""

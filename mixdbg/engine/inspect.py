@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 #: The trap's first argument (the mailbox) at its entry.
 FIRST_ARGUMENT = "$x0" if platform.machine() in ("aarch64", "arm64") else "$rdi"
 _LWP = re.compile(r"LWP (\d+)|process (\d+)")
+_POINTER_VALUE = re.compile(r"^0x[0-9a-fA-F]+\b")
 #: How many children of one value are listed at most.
 MAX_CHILDREN = 300
 
@@ -58,12 +59,14 @@ class ThreadInfo:
 @dataclass(frozen=True)
 class Variable:
     """A value to show: ``children`` is what to ask for its members (None: it has none):
-    ``("var", gdb variable object)`` or ``("py", agent reference)``."""
+    ``("var", gdb variable object)`` or ``("py", agent reference)``; ``memory_reference``:
+    the address a pointer holds (a tensor's ``data``), for a memory view."""
 
     name: str
     value: str
     type: str | None = None
     children: tuple[str, Any] | None = None
+    memory_reference: str | None = None
 
 
 class Inspector:
@@ -215,6 +218,7 @@ class Inspector:
 
     def native_locals(self, thread: int, level: int) -> list[Variable]:
         """A native frame's arguments and locals, each expandable where it has members."""
+        self.view.prepare_printers(self.pid_of(thread))
         try:
             result = self.gdb.command(f"-stack-list-variables --thread {thread} --frame {level} --no-values")
         except GdbCommandError as err:
@@ -236,10 +240,25 @@ class Inspector:
         for child in result.get("children", []):
             raw = child if "name" in child else child.get("child", {})
             self._varobjs.append(str(raw["name"]))
-            has = int(raw.get("numchild", "0") or 0) > 0 or raw.get("dynamic") == "1"
             variables.append(Variable(str(raw.get("exp", "")), str(raw.get("value", "")), raw.get("type"),
-                                      ("var", str(raw["name"])) if has else None))
+                                      ("var", str(raw["name"])) if self._has_members(raw) else None,
+                                      _memory_reference(raw)))
         return variables
+
+    def _has_members(self, raw: dict[str, Any]) -> bool:
+        """Whether a gdb variable object has members to list. A pretty-printed one
+        (``dynamic``) says so in ``has_more`` when created; as a member of another, gdb does
+        not say: its first member is asked for."""
+        if raw.get("dynamic") != "1":
+            return int(raw.get("numchild", "0") or 0) > 0
+        if "has_more" in raw:
+            return raw.get("has_more") == "1"
+        try:
+            first = self.gdb.command(f"-var-list-children {raw['name']} 0 1")
+        except GdbCommandError as err:
+            log.debug("members of %s: %s", raw["name"], err.gdb_message)
+            return False
+        return int(first.get("numchild", "0") or 0) > 0 or first.get("has_more") == "1"
 
     def python_locals(self, thread: int, index: int, stack: MixedStack) -> list[Variable]:
         """A Python frame's locals: full objects from the agent at a Python stop; short
@@ -267,6 +286,7 @@ class Inspector:
                                        "expression": expression, "context": context})
             return _python_variable({"name": expression, "value": body.get("result", ""),
                                      "type": body.get("type"), "ref": body.get("ref", 0)})
+        self.view.prepare_printers(self.pid_of(thread))
         return self._varobj(thread, frame.level or 0, expression, expression)
 
     def _at_python_stop(self, thread: int) -> bool:
@@ -281,8 +301,18 @@ class Inspector:
                 message = calls.refusal(calls.CallSafety(False, message))
             return Variable(name, f"<{message}>")
         self._varobjs.append(str(raw["name"]))
-        has = int(raw.get("numchild", "0") or 0) > 0 or raw.get("dynamic") == "1"
-        return Variable(name, str(raw.get("value", "")), raw.get("type"), ("var", str(raw["name"])) if has else None)
+        return Variable(name, str(raw.get("value", "")), raw.get("type"),
+                        ("var", str(raw["name"])) if self._has_members(raw) else None, _memory_reference(raw))
+
+
+def _memory_reference(raw: dict[str, Any]) -> str | None:
+    """The address a non-null pointer variable holds (``0x55d0... <symbol>``: the first
+    word), where a memory view can open."""
+    kind, value = str(raw.get("type") or ""), str(raw.get("value") or "")
+    match = _POINTER_VALUE.match(value)
+    if not kind.rstrip().endswith("*") or match is None or int(match.group(0), 16) == 0:
+        return None
+    return match.group(0)
 
 
 def _python_index(stack: MixedStack, index: int) -> int:

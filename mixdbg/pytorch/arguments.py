@@ -20,7 +20,7 @@ import struct
 from typing import Any, Callable, Optional
 
 from mixdbg.memory import MemoryReadError, ReadMemory, read_i64, read_u64
-from mixdbg.pytorch.tensors import DEVICE_NAMES, Layout, TensorUnreadable, read_at_tensor
+from mixdbg.pytorch.tensors import Layout, TensorUnreadable, device_name, read_at_tensor
 
 INTEGER_REGISTERS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 MAX_LIST = 64
@@ -137,9 +137,7 @@ def _small_optional(word: int, decode: Callable[[int], Any], size: int = 1) -> D
 
 def _device(packed: int) -> str:
     """``c10::Device``: the type byte, then the index byte (-1: none)."""
-    kind, index = packed & 0xFF, struct.unpack("<b", bytes([packed >> 8]))[0]
-    name = DEVICE_NAMES.get(kind, f"device type {kind}")
-    return name if index < 0 else f"{name}:{index}"
+    return device_name(packed & 0xFF, struct.unpack("<b", bytes([(packed >> 8) & 0xFF]))[0])
 
 
 def _dtype(number: int, layout: Layout) -> Any:

@@ -1,8 +1,9 @@
 """Runs inside gdb's embedded Python (``source``d by mixdbg): PyTorch helper commands.
 
-``mixdbg-torch-args REQUEST``: the arguments of the innermost frame, decoded from
-registers and memory at its entry (``arguments.py``). REQUEST:
-``{"layout": ..., "names": [...] or null, "returns": "at::Tensor" or null}``.
+``mixdbg-torch-args REQUEST``: the arguments of the innermost frame: where gdb has the
+function's debug info, its arguments as the tensor printers read them (``gdb_printers``);
+else decoded from registers and memory at its entry (``arguments.py``). REQUEST:
+``{"layout": ... or null, "names": [...] or null, "returns": "at::Tensor" or null}``.
 ``mixdbg-tensor ADDRESS REQUEST``: the tensor at ADDRESS (a ``TensorImpl`` or an
 ``at::Tensor``). ``mixdbg-torch-summaries REQUEST``: from now on, ``locals`` (gdb_helper.py)
 shows ``torch.Tensor`` values with the same summary. ``mixdbg-demangle REQUEST``: the
@@ -16,6 +17,9 @@ addresses: a fork keeps the layout); gdb names each copy in its console stream a
 ``mixdbg-kernels-copied INFERIOR PARENT_NUMBER:COPY_NUMBER...``, so that mixdbg knows whose
 they are. A process that execs loses them before the new program runs: gdb would set them
 again at the same addresses in a program that has other code there.
+
+Importing ``gdb_printers`` registers the tensor pretty-printers; mixdbg hands them the
+layout (``mixdbg-torch-layout``) before it shows native variables.
 
 Each command reads a JSON request file and writes ``answer.json`` beside it (JsonCommand).
 
@@ -38,7 +42,8 @@ if _PACKAGE_PARENT not in sys.path:
     sys.path.append(_PACKAGE_PARENT)
 from mixdbg.memory import MemoryReadError
 from mixdbg.pyframes.objects import register_summary
-from mixdbg.pytorch import arguments, tensors
+from mixdbg.pytorch import arguments, gdb_printers, tensors
+from mixdbg.pytorch.gdb_printers import read_inferior as _read
 
 _OFFSET = re.compile(r" \+ (\d+) in section ")
 #: One MI console record (``~"TEXT"``) and one escape inside its C string.
@@ -49,15 +54,6 @@ _ESCAPED = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"e": b"\x1b", b"a": b"\a", b
 #: Prologues gdb steps over on a function without line info (amd64_analyze_prologue):
 #: ``push %rbp; mov %rsp,%rbp`` and ``endbr64``; the argument registers are untouched.
 _PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")
-
-
-def _read(address: int, size: int) -> bytes:
-    if size == 0:  # gdb refuses a read of 0 bytes (a frame with no locals)
-        return b""
-    try:
-        return bytes(gdb.selected_inferior().read_memory(address, size))
-    except (gdb.MemoryError, gdb.error, OverflowError, ValueError) as err:
-        raise MemoryReadError(f"cannot read {size} bytes at {address:#x}: {err}") from err
 
 
 def console(command: str) -> str:
@@ -94,10 +90,52 @@ def _at_entry(frame: Any) -> bool:
     return offset == 0 or (offset in (4, 8) and _read(pc - offset, offset) in _PROLOGUES)
 
 
+def _function_block(frame: Any) -> Any:
+    """The outermost block of the function ``frame`` runs, when gdb has its debug info and
+    the frame is past the function's first instruction (before it, an argument kept in the
+    frame's memory may not be stored yet: registers hold them there)."""
+    try:
+        block = frame.block()
+    except RuntimeError:  # no debug info for this pc
+        return None
+    while block is not None and block.function is None:
+        block = block.superblock
+    if block is None or block.function is None or block.start == frame.pc():
+        return None
+    return block
+
+
+def debug_info_arguments(frame: Any, names: list[str] | None) -> dict[str, Any] | None:
+    """The arguments of a frame whose function gdb has debug info for, read as the tensor
+    printers read them, named from the operator's schema when ``names`` has one per
+    argument; None without debug info. ``{"arguments": None}`` when none has a PyTorch
+    type (nothing to add to what gdb shows)."""
+    block = _function_block(frame)
+    if block is None:
+        return None
+    symbols = [symbol for symbol in block if symbol.is_argument]
+    if names is not None and len(names) != len(symbols):
+        names = None
+    found, torch_typed = [], False
+    for position, symbol in enumerate(symbols):
+        value = symbol.value(frame)
+        torch_typed = torch_typed or gdb_printers.lookup(value) is not None
+        found.append({"position": position, "name": names[position] if names else symbol.name,
+                      "type": str(symbol.type), **gdb_printers.to_json(value)})
+    return {"arguments": found if torch_typed else None}
+
+
 def frame_arguments(request: dict[str, Any]) -> dict[str, Any]:
-    """The innermost frame's arguments as ``{"arguments": [...]}`` or ``{"error": why}``."""
+    """The innermost frame's arguments as ``{"arguments": [...]}`` or ``{"error": why}``:
+    from its debug info where gdb has it, else from registers and memory at its entry."""
     frame = gdb.newest_frame()
-    parsed = arguments.signature(frame.name() or "")
+    from_debug_info = debug_info_arguments(frame, request.get("names"))
+    if from_debug_info is not None:
+        return from_debug_info
+    if request.get("layout") is None:
+        return {"error": "not decoded: no debug info for this function"}
+    function = frame.function()  # with debug info, its name has the parameter types
+    parsed = arguments.signature(function.name if function is not None else frame.name() or "")
     if parsed is None:
         return {"error": "no signature for this function"}
     if not _at_entry(frame):
@@ -272,6 +310,7 @@ class MixdbgKernels(gdb.Command):  # type: ignore[misc]
             self.connected = True
 
 
+gdb_printers.LAYOUTS.managed = True  # mixdbg hands the printers the layout (views.TorchViews)
 MixdbgKernels()
 MixdbgTorchArgs("mixdbg-torch-args")
 MixdbgDemangle("mixdbg-demangle")

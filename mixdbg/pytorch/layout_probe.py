@@ -148,6 +148,13 @@ def c10_library() -> tuple[str, int]:
     raise ProbeError("libc10.so is not mapped")
 
 
+def undefined_tensor(path: str, c10_base: int) -> int:
+    """Where ``c10::UndefinedTensorImpl``'s singleton (what an undefined tensor points at)
+    is, relative to libc10's load address."""
+    singleton = ctypes.c_char.in_dll(ctypes.CDLL(path), "_ZN3c1019UndefinedTensorImpl10_singletonE")
+    return ctypes.addressof(singleton) - c10_base
+
+
 def probe() -> dict[str, object]:
     """Every offset mixdbg's tensor reader needs, with the libc10 they hold for."""
     base = torch.zeros(40000)
@@ -164,7 +171,8 @@ def probe() -> dict[str, object]:
     path, c10_base = c10_library()
     storage = words(impl_of(a), 8)[fields["storage"] // WORD]
     return {"torch": torch.__version__, "c10": path, "fields": fields, "dtypes": dtypes,
-            "tensor_vtable": words(impl_of(a), 1)[0] - c10_base, "storage_vtable": words(storage, 1)[0] - c10_base}
+            "tensor_vtable": words(impl_of(a), 1)[0] - c10_base, "storage_vtable": words(storage, 1)[0] - c10_base,
+            "undefined_tensor": undefined_tensor(path, c10_base)}
 
 
 if __name__ == "__main__":

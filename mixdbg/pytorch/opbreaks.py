@@ -38,6 +38,7 @@ from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
 from mixdbg.errors import MixdbgError, UsageError
 from mixdbg.gdbmi import GdbCommandError, GdbMi, mi_quote
 from mixdbg.pytorch import catalogue, ops
+from mixdbg.pytorch.mapped import mapped_library
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ class OperatorBreakpoints:
         return changed
 
     def _bind_one(self, breakpoint: Breakpoint, pid: int, enabled: bool) -> bool:
-        loaded = catalogue.mapped_library(pid, f"/torch/{catalogue.KERNEL_LIBRARY}")
+        loaded = mapped_library(pid, f"/torch/{catalogue.KERNEL_LIBRARY}")
         bound = self._bound.setdefault(breakpoint.number, set())
         per_process = self.per_process()
         home = self._inferior_of(pid) if per_process else ANY_PROCESS  # where its kernels are bound
