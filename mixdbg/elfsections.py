@@ -164,3 +164,28 @@ def build_id(stream: BinaryIO) -> str | None:
             return data[desc_at:desc_at + desc_size].hex()
         offset = desc_at + (desc_size + 3) // 4 * 4
     return None
+
+
+#: ``DT_NEEDED``: a library the file needs (the value is an offset in ``.dynstr``).
+_DT_NEEDED = 1
+
+
+def needed_libraries(stream: BinaryIO) -> list[str]:
+    """The libraries the ELF file open in ``stream`` needs (its ``DT_NEEDED`` entries)."""
+    header = _header(stream)
+    sections = read_sections(stream)
+    dynamic, strings = sections.get(".dynamic"), sections.get(".dynstr")
+    if dynamic is None or strings is None or dynamic.type == SHT_NOBITS:
+        return []
+    stream.seek(strings.offset)
+    text = stream.read(strings.size)
+    stream.seek(dynamic.offset)
+    data = stream.read(dynamic.size)
+    entry = struct.Struct(header.order + ("qQ" if header.wide else "iI"))
+    needed = []
+    for tag, value in entry.iter_unpack(data[:len(data) - len(data) % entry.size]):
+        if tag == 0:  # DT_NULL ends the table
+            break
+        if tag == _DT_NEEDED and value < len(text):
+            needed.append(text[value:text.find(b"\0", value)].decode("utf-8", "replace"))
+    return needed

@@ -122,14 +122,18 @@ def _frame_of(adapter: Adapter, frame_id: Any) -> tuple[int, int, MixedStack]:
 
 @request("scopes")
 def scopes(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A frame's scopes: decoded tensor/list/scalar arguments at the stop frame of a
-    function without debug info, then the frame's locals (native or Python)."""
+    """A frame's scopes: decoded tensor/list/scalar arguments at the stop frame of an
+    operator or of a function without debug info, then the frame's locals (native or
+    Python)."""
     session = _stopped(adapter)
     thread, index, stack = _frame_of(adapter, arguments.get("frameId"))
     frame = stack.frames[index]
     result = []
-    # With debug info (a source line) Locals has the arguments, read by gdb's tensor printers.
-    if index == 0 and frame.file is None and _stop_arguments(adapter, session, thread):
+    # With debug info (a source line) Locals has the arguments, read by gdb's tensor printers;
+    # an operator's stop names them after its schema too.
+    last = session.last_stop
+    named = last is not None and last.op is not None
+    if index == 0 and (frame.file is None or named) and _stop_arguments(adapter, session, thread):
         result.append({"name": "Arguments", "presentationHint": "arguments", "expensive": False,
                        "variablesReference": adapter.references.add(("arguments", thread, 0))})
     kind = "python-locals" if frame.kind == "python" else "native-locals"

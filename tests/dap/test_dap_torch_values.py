@@ -6,7 +6,6 @@ debuggee."""
 from __future__ import annotations
 
 import re
-import struct
 from typing import Any
 
 import pytest
