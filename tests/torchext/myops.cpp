@@ -5,7 +5,7 @@
 
 // myops::scaled_add: a CPU kernel registered by its function pointer (the tutorial's way).
 at::Tensor scaled_add_cpu(const at::Tensor& a, const at::Tensor& b, double alpha) {
-  at::Tensor out = at::empty_like(a);
+  at::Tensor out = at::empty_like(a);  /* @first */
   const float* pa = a.data_ptr<float>();
   const float* pb = b.data_ptr<float>();
   float* po = out.data_ptr<float>();
