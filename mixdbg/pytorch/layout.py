@@ -28,7 +28,7 @@ from mixdbg.rundir import keep_cached, read_cached
 log = logging.getLogger(__name__)
 
 PROBE = Path(__file__).with_name("layout_probe.py")
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 PROBE_TIMEOUT = 120.0
 
 
