@@ -37,14 +37,22 @@ def fields_of(dap: DapClient, variable: dict[str, Any]) -> dict[str, dict[str, A
     return fields
 
 
-def test_kernel_line_shows_tensors_from_memory(dap: DapClient, torch_extension: TorchExtension,
-                                               torch_cache: dict[str, str]) -> None:
-    # Given a breakpoint on the loop line of the user's kernel (its library loads later)
-    line = torch_extension.line("loop")
-    dap.launch(launch_config(torch_extension, torch_cache), breakpoints={torch_extension.source: [line]})
+def stop_at_the_loop(dap: DapClient, extension: TorchExtension, cache: dict[str, str],
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Launch the driver with a breakpoint on the kernel's loop line (its library loads
+    later); the stop and its top frame."""
+    line = extension.line("loop")
+    dap.launch(launch_config(extension, cache), breakpoints={extension.source: [line]})
     stop = dap.wait_stopped(timeout=180)
     frame = dap.stack(stop["threadId"])[0]
     assert (frame["name"], frame["line"]) == ("scaled_add_cpu", line)
+    return stop, frame
+
+
+def test_kernel_line_shows_tensors_from_memory(dap: DapClient, torch_extension: TorchExtension,
+                                               torch_cache: dict[str, str]) -> None:
+    # Given a breakpoint on the loop line of the user's kernel (its library loads later)
+    stop, frame = stop_at_the_loop(dap, torch_extension, torch_cache)
     # When VARIABLES is shown: the tensor arguments are one line each, the double a number
     local = dap.frame_variables(frame["id"], "Locals")
     assert local["a"]["value"] == local["b"]["value"] == "tensor float32 [2, 3] cpu"
@@ -108,10 +116,7 @@ def test_op_on_a_custom_operator_stops_with_schema_names_and_a_typo_is_reported_
 def test_view_binary_data_reads_the_tensor_data(dap: DapClient, torch_extension: TorchExtension,
                                                 torch_cache: dict[str, str]) -> None:
     # Given the stop at the kernel's loop line, and a's data (a memoryReference)
-    line = torch_extension.line("loop")
-    dap.launch(launch_config(torch_extension, torch_cache), breakpoints={torch_extension.source: [line]})
-    stop = dap.wait_stopped(timeout=180)
-    frame = dap.stack(stop["threadId"])[0]
+    stop, frame = stop_at_the_loop(dap, torch_extension, torch_cache)
     data = fields_of(dap, dap.frame_variables(frame["id"], "Locals")["a"])["data"]
     # When VS Code's "View Binary Data" reads it (readMemory: the helper `native` builds it, issue 23)
     if not dap.capabilities.get("supportsReadMemoryRequest"):
