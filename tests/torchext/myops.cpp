@@ -36,14 +36,25 @@ at::Tensor kinds_cpu(const at::Tensor& x, const std::optional<at::Tensor>& maybe
   return x.to(dtype.value_or(x.scalar_type())) * scale;  /* @kinds */
 }
 
+// myops::many: twenty tensor locals (benchmarks/bench_torch_values.py looks at them all).
+at::Tensor many_cpu(const at::Tensor& x) {
+  at::Tensor t0 = x + 0, t1 = x + 1, t2 = x + 2, t3 = x + 3, t4 = x + 4, t5 = x + 5, t6 = x + 6;
+  at::Tensor t7 = x + 7, t8 = x + 8, t9 = x + 9, t10 = x + 10, t11 = x + 11, t12 = x + 12;
+  at::Tensor t13 = x + 13, t14 = x + 14, t15 = x + 15, t16 = x + 16, t17 = x + 17, t18 = x + 18;
+  at::Tensor t19 = x + 19;
+  return t0 + t19;  /* @many */
+}
+
 TORCH_LIBRARY(myops, m) {
   m.def("scaled_add(Tensor a, Tensor b, float alpha) -> Tensor");
   m.def("kinds(Tensor x, Tensor? maybe, Scalar scale, int[] dims, ScalarType? dtype) -> Tensor");
+  m.def("many(Tensor x) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(myops, CPU, m) {
   m.impl("scaled_add", &scaled_add_cpu);
   m.impl("kinds", &kinds_cpu);
+  m.impl("many", &many_cpu);
 }
 
 TORCH_LIBRARY(vision_like, m) {

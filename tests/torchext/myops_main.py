@@ -1,6 +1,6 @@
 """Builds the custom operators (``myops_main.py BUILD_DIR --build``), or loads the built
-library and calls them (``myops_main.py LIBRARY``): after torch is imported, so the
-operators register after any breakpoint set at the start."""
+library and calls them (``myops_main.py LIBRARY [MANY]``, ``myops::many`` MANY times):
+after torch is imported, so the operators register after any breakpoint set at the start."""
 
 import sys
 from pathlib import Path
@@ -20,4 +20,6 @@ y = torch.ones(2, 3)
 z = torch.ops.myops.scaled_add(x, y, 2.0)  # @call
 w = torch.ops.vision_like.shrink(z, 0.5)  # @shrink_call
 k = torch.ops.myops.kinds(x[:, 1:], None, 2, [4, 5, 6], torch.float64)  # @kinds_call
+for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 0):  # benchmarks/bench_torch_values.py
+    torch.ops.myops.many(x)
 print("scaled", z.sum().item(), w.sum().item(), k.sum().item(), flush=True)
