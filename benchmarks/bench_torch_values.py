@@ -16,7 +16,11 @@ every later stop both gdbs look both ways, in alternating order, for the medians
 Targets (issue 24): the first look with the printers under 50 ms, and no slower than the
 first look without them by more than 20 ms.
 
-Usage: python benchmarks/bench_torch_values.py [--calls N]
+Then the cost of a pending ``op:`` breakpoint outside aten (``--imports N``): ``mixdbg run``
+of a script that imports torch, with ``-b op:myops::never`` and without, alternating; each
+library load that links torch then stops once more where the load returns.
+
+Usage: python benchmarks/bench_torch_values.py [--calls N] [--imports N]
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -96,10 +101,31 @@ def run_gdb(directory: Path, extension: TorchExtension, printers: bool, calls: i
     return found
 
 
+def pending_operator_cost(runs: int) -> None:
+    """``import torch`` under ``mixdbg run`` with a pending ``op:`` outside aten and without."""
+    mixdbg = [sys.executable, "-m", "mixdbg", "run", "--json", "--port", "0"]
+    with tempfile.TemporaryDirectory() as directory:
+        script = Path(directory, "import_torch.py")
+        script.write_text("import torch\n")
+        arms = {"without": [*mixdbg, str(script)], "pending op": [*mixdbg, "-b", "op:myops::never", str(script)]}
+        samples: dict[str, list[float]] = {name: [] for name in arms}
+        for _ in range(runs):
+            for name, argv in arms.items():
+                start = time.perf_counter()
+                subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                               check=True, timeout=300)
+                samples[name].append(time.perf_counter() - start)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    print(f"import torch (median of {runs}): without {medians['without']:.2f} s, with a pending op:myops::never "
+          f"{medians['pending op']:.2f} s, ratio {medians['pending op'] / medians['without']:.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=21, help="calls of myops::many: stops (default 21)")
-    calls = parser.parse_args().calls
+    parser.add_argument("--imports", type=int, default=3, help="runs of each import torch arm (default 3; 0: none)")
+    options = parser.parse_args()
+    calls = options.calls
     extension = build(REPO / ".pytest_cache" / "d" / "torchext")
     root = torch_root_of_interpreter(sys.executable)
     found = layout.layout_for(root / "lib" / "libc10.so", sys.executable)
@@ -119,6 +145,8 @@ def main() -> int:
           f"ratio {median_with / median_without:.2f}")
     ok = first_with < 0.050 and first_with - first_without < 0.020 and tensors == 21
     print("targets (first look < 50 ms, at most 20 ms over without):", "met" if ok else "NOT met")
+    if options.imports:
+        pending_operator_cost(options.imports)
     return 0 if ok else 1
 
 

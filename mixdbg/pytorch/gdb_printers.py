@@ -193,5 +193,7 @@ class MixdbgTorchLayout(gdb.Command):  # type: ignore[misc]
 
 
 gdb.printing.register_pretty_printer(None, TorchPrettyPrinter(), replace=True)
-gdb.events.stop.connect(LAYOUTS.forget_bases)
+gdb.events.exited.connect(LAYOUTS.forget_bases)
+if hasattr(gdb.events, "executable_changed"):  # gdb 14 and later: an exec
+    gdb.events.executable_changed.connect(LAYOUTS.forget_bases)
 MixdbgTorchLayout()

@@ -16,7 +16,7 @@ from typing import Any
 
 import gdb  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
-from mixdbg.memory import MemoryReadError, read_i64, read_u64
+from mixdbg.memory import BlockCache, MemoryReadError, read_i64, read_u64
 from mixdbg.pytorch import layout as torch_layout
 from mixdbg.pytorch import tensors
 from mixdbg.pytorch.mapped import mapped_library
@@ -51,7 +51,7 @@ def read_inferior(address: int, size: int) -> bytes:
 class Layouts:
     """The tensor layout the printers read with: the build's (from mixdbg, or found here
     in a plain gdb), with each process's ``libc10.so`` load address (looked up once per
-    stop: a process that execs keeps its pid, not its addresses)."""
+    process and program: one that execs keeps its pid, not its addresses)."""
 
     def __init__(self) -> None:
         self.build: dict[str, Any] | None = None
@@ -65,7 +65,9 @@ class Layouts:
         self.build, self.problem = found, problem
 
     def forget_bases(self, event: Any = None) -> None:
-        """The processes may have run: where their libc10.so is is looked up again."""
+        """A process ended or ran another program: where its libc10.so is is looked up again
+        (a process keeps a loaded library where it is; reading ``/proc/PID/maps`` of a torch
+        process takes milliseconds)."""
         self._bases.clear()
 
     def current(self) -> dict[str, Any]:
@@ -125,7 +127,7 @@ class TensorPrinter:
         """The tensor (``tensors.read_tensor``), or None: undefined, or ``error`` says why."""
         if self._tensor is None and self.error is None and not self.undefined:
             try:
-                self._tensor = tensors.read_tensor(read_inferior, self._impl(), LAYOUTS.current())
+                self._tensor = tensors.read_tensor(BlockCache(read_inferior), self._impl(), LAYOUTS.current())
             except tensors.TensorUndefined:
                 self.undefined = True
             except tensors.TensorUnreadable as err:
