@@ -2,7 +2,8 @@
 torchvision's, torchaudio's, any namespace, registered whenever a library loads.
 
 No file lists them: they exist once a library's initializers have registered them with
-the dispatcher. So such a breakpoint stays pending, and each time a process loads a
+the dispatcher. So such a breakpoint stays pending (a catchpoint on every library's load
+stands for it: gdb before 14 stops at no load otherwise), and each time a process loads a
 library that links torch (``DT_NEEDED``), mixdbg stops it once more where the load returns
 (a temporary breakpoint at the caller of ``dlopen``: the library's initializers have run
 then), reads the dispatcher's new registrations (``registered.py``), and puts a breakpoint
@@ -32,8 +33,9 @@ log = logging.getLogger(__name__)
 
 #: Libraries that can register operators need one of these.
 _TORCH_LIBRARIES = ("libc10.so", "libtorch_cpu.so", "libtorch.so")
-#: A placeholder catchpoint's library regex: it never matches (a library path is never empty).
-_NEVER = '"^$"'
+#: The library regex of the breakpoint's catchpoint: every library (the stop that binds it
+#: comes at each load; gdb 14 and later stop there anyway: ``solibs``).
+_ANY_LIBRARY = '"."'
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,11 @@ class CustomOperators:
         self._needs_torch: dict[str, bool] = {}  # library path -> whether it links torch
 
     def add(self, spec: BreakSpec, enabled: bool) -> Breakpoint:
-        """A new, pending breakpoint; its number is a placeholder catchpoint's that never stops."""
+        """A new, pending breakpoint: a catchpoint on every library's load stands for it (its
+        number is the breakpoint's), where ``arm`` looks for its operator."""
         operator = ops.parse_op(spec.location)
         try:
-            catch = self._gdb.command("-catch-load -d " + _NEVER)
+            catch = self._gdb.command("-catch-load " + ("" if enabled else "-d ") + _ANY_LIBRARY)
         except GdbCommandError as err:
             raise UsageError(f"breakpoint '{spec.text}': {err.gdb_message}") from err
         breakpoint = Breakpoint(number=int(catch["bkpt"]["number"]), spec=spec)
