@@ -38,7 +38,7 @@ HELP = """\
                      Python in Python frames at Python stops
   args               the innermost frame's tensor/list/scalar arguments (memory only)
   tensor ADDRESS     the tensor at an at::Tensor or c10::TensorImpl address (memory only)
-  b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, op:aten::NAME, ... if COND)
+  b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, op:NS::NAME, ... if COND)
   delete N           delete breakpoint N
   detach, q, quit    end mixdbg; the debuggee runs on
   kill               end the debuggee

@@ -191,7 +191,7 @@ class BreakpointTable:
         """Tell the user about breakpoints no loaded library ever defined (likely typos)."""
         for breakpoint in self.items.values():
             if breakpoint.pending:
-                self.emit(Notice("warning", self.ops.custom.never_registered(breakpoint)
+                self.emit(Notice("warning", self.ops.custom.never_bound(breakpoint)
                                  or f"breakpoint {breakpoint.number} ({breakpoint.spec.text}) "
                                     "never resolved: no loaded library defines it"))
 

@@ -57,6 +57,7 @@ class CustomOperators:
         self.specs: dict[int, ops.OpSpec] = {}  # user breakpoint -> the operator it names
         self._signatures: dict[str, tuple[list[str] | None, str | None]] = {}  # overload -> names, return type
         self._after_load: dict[int, int] = {}  # temporary gdb breakpoint -> the process it binds in
+        self._unplaceable: dict[int, str] = {}  # breakpoint -> why its registered operator has no place
         self._needs_torch: dict[str, bool] = {}  # library path -> whether it links torch
 
     def add(self, spec: BreakSpec, enabled: bool) -> Breakpoint:
@@ -84,11 +85,13 @@ class CustomOperators:
             entry = described.get(overload.entry, {})
             for kernel in entry.get("kernels", []):
                 if "error" in kernel:
-                    log.info("%s: %s", overload.full_name, kernel["error"])
+                    self._unplaceable[number] = str(kernel["error"])
                     continue
                 self._signatures[overload.full_name] = (entry.get("arguments"), kernel.get("returns"))
                 found += [Target(overload.full_name, tuple(kernel["keys"]), location, str(kernel["function"]))
                           for location in kernel["locations"]]
+        if overloads and not found:
+            self._unplaceable.setdefault(number, "it has no kernel for a backend (yet)")
         return found
 
     def signature(self, overload: str) -> tuple[list[str] | None, str | None] | None:
@@ -127,19 +130,24 @@ class CustomOperators:
         """The process a load returned in, when gdb stopped at ``arm``'s breakpoint."""
         return self._after_load.pop(gdb_number, None)
 
-    def never_registered(self, breakpoint: Breakpoint) -> str | None:
-        """For a breakpoint whose operator never registered: one line saying so, with the
-        registered operators named most like it."""
+    def never_bound(self, breakpoint: Breakpoint) -> str | None:
+        """For a breakpoint that never bound: one line saying why: its operator registered
+        without a kernel it can stop in, or never registered (with the registered operators
+        named most like it)."""
         spec = self.specs.get(breakpoint.number)
         if spec is None or not breakpoint.pending:
             return None
+        if breakpoint.number in self._unplaceable:
+            return (f"breakpoint {breakpoint.number} (op:{spec.text}): {spec.text} registered, but "
+                    f"{self._unplaceable[breakpoint.number]}")
         close = self.registered.close_matches(spec.text)
         hint = f"; did you mean: {', '.join('op:' + name for name in close)}?" if close else ""
-        return f"breakpoint {breakpoint.number} (op:{spec.text}): no operator {spec.text} registered" + hint
+        return f"breakpoint {breakpoint.number} (op:{spec.text}): no library registered {spec.text}" + hint
 
     def forget(self, number: int) -> None:
         """Breakpoint ``number`` was deleted."""
         self.specs.pop(number, None)
+        self._unplaceable.pop(number, None)
 
 
 def kernel_keys(targets: list[Target]) -> dict[str, list[str]]:

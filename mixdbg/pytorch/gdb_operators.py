@@ -61,7 +61,7 @@ def kernel_target(kernel: dict[str, Any]) -> dict[str, Any]:
     where the dispatcher enters the kernel (its unboxed and boxed functor calls)."""
     unboxed, functor, boxed = kernel["unboxed"], kernel["functor"], kernel["boxed"]
     if unboxed == 0:
-        return {"error": "a boxed-only kernel (a Python function?): break in its own code"}
+        return {"error": "its kernel is a Python function (or boxed only): break in its code"}
     found = symbol_at(unboxed)
     name = found[0] if found else ""
     runtime = _RUNTIME_FUNCTOR.search(name)

@@ -68,7 +68,7 @@ def test_op_on_custom_operators_stops_in_their_kernels_named_from_the_schema(
     assert bound["op:myops::scaled_add"]["ops"] == {"myops::scaled_add": ["CPU"]}
     # The typo let the program run, and is reported at the end with the registered names like it
     (warning,) = [w["message"] for w in result.of("warning") if "scaled_ad)" in w["message"]]
-    assert "no operator myops::scaled_ad registered" in warning
+    assert "no library registered myops::scaled_ad" in warning
     assert "did you mean: op:myops::scaled_add?" in warning
     assert "scaled 18.0 9.0 8.0" in result.stderr
 
