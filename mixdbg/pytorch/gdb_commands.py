@@ -92,15 +92,18 @@ def debug_info_arguments(frame: Any, names: list[str] | None) -> dict[str, Any] 
     if block is None:
         return None
     symbols = [symbol for symbol in block if symbol.is_argument]
+    if not any(gdb_printers.handles(symbol.type) for symbol in symbols):
+        return {"arguments": None}
     if names is not None and len(names) != len(symbols):
         names = None
-    found, torch_typed = [], False
+    found = []
     for position, symbol in enumerate(symbols):
-        value = symbol.value(frame)
-        torch_typed = torch_typed or gdb_printers.lookup(value) is not None
-        found.append({"position": position, "name": names[position] if names else symbol.name,
-                      "type": str(symbol.type), **gdb_printers.to_json(value)})
-    return {"arguments": found if torch_typed else None}
+        entry = {"position": position, "name": names[position] if names else symbol.name, "type": str(symbol.type)}
+        try:
+            found.append({**entry, **gdb_printers.to_json(symbol.value(frame))})
+        except gdb.error as err:  # optimized out, or not readable here
+            found.append({**entry, "error": f"not decoded: {err}"})
+    return {"arguments": found}
 
 
 def frame_arguments(request: dict[str, Any]) -> dict[str, Any]:

@@ -103,6 +103,16 @@ def _pointer_printer(value: Any, target: Any) -> TensorPrinter | None:
     return TensorPrinter(lambda: read_u64(read_inferior, address) if holds else address)
 
 
+def handles(kind: Any) -> bool:
+    """Whether values of gdb type ``kind`` get a printer of ours (references followed)."""
+    if kind.code in (gdb.TYPE_CODE_REF, gdb.TYPE_CODE_RVALUE_REF):
+        kind = kind.target()
+    kind = kind.strip_typedefs().unqualified()
+    if kind.code == gdb.TYPE_CODE_PTR:
+        return (kind.target().strip_typedefs().unqualified().tag or "") in _TENSOR_POINTERS
+    return kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_ENUM) and _factory(kind.tag or kind.name or "") is not None
+
+
 def lookup(value: Any) -> Any:
     """The printer for ``value`` (references followed), or None: not a PyTorch value."""
     kind = value.type
