@@ -41,10 +41,15 @@ def _pyelftools_view(path: Path) -> dict[str, tuple[int, int]]:
                 for section in ELFFile(stream).iter_sections() if section.name}
 
 
+def _file(which: str, cext: CExtension) -> Path:
+    """The tests' C extension, libc or the interpreter running the tests."""
+    return {"extension": lambda: cext.library, "libc": _libc,
+            "interpreter": lambda: Path(os.path.realpath(sys.executable))}[which]()
+
+
 @pytest.mark.parametrize("which", ["extension", "libc", "interpreter"])
 def test_sections_are_those_pyelftools_reads(which: str, cext: CExtension) -> None:
-    path = {"extension": lambda: cext.library, "libc": _libc,
-            "interpreter": lambda: Path(os.path.realpath(sys.executable))}[which]()
+    path = _file(which, cext)
     with path.open("rb") as stream:
         ours = read_sections(stream)
     theirs = _pyelftools_view(path)
@@ -85,8 +90,7 @@ def test_an_interpreters_runtime_symbols_and_load_bias_are_those_pyelftools_read
 
 @pytest.mark.parametrize("which", ["extension", "libc", "interpreter"])
 def test_build_id_and_needed_libraries_are_those_pyelftools_reads(which: str, cext: CExtension) -> None:
-    path = {"extension": lambda: cext.library, "libc": _libc,
-            "interpreter": lambda: Path(os.path.realpath(sys.executable))}[which]()
+    path = _file(which, cext)
     with path.open("rb") as stream:
         elf = ELFFile(stream)
         note = elf.get_section_by_name(".note.gnu.build-id")
