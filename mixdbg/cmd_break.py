@@ -26,7 +26,8 @@ BREAK_EPILOG = """\
 breakpoint specs (as for 'mixdbg run -b'):
   FUNCTION              exact (qualified) name, all overloads: at::native::add
   FILE:LINE             a source line: my_ext.c:42
-  op:NS::NAME[.OVERLOAD] a PyTorch operator, once per call in its kernel: op:aten::add
+  op:NS::NAME[.OVERLOAD] a PyTorch operator, once per call in its kernel: op:aten::add,
+                        any namespace once a library registers it: op:torchvision::nms
   SPEC if CONDITION     evaluated by gdb in the debuggee: 'my_ext.c:42 if i == 10'
   --regex PATTERN       every loaded function whose name matches gdb's regex PATTERN
                         (as 'info functions'), at most --max-locations locations, or none

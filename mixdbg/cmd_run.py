@@ -35,7 +35,8 @@ SPECS_HELP = """\
 breakpoint specs (-b, repeatable):
   FUNCTION              exact (qualified) name, all overloads: at::native::randn
   FILE:LINE             a source line: my_ext.c:42 (needs debug info, see 'mixdbg doctor')
-  op:NS::NAME[.OVERLOAD] a PyTorch operator, once per call in its kernel: op:aten::add.Tensor
+  op:NS::NAME[.OVERLOAD] a PyTorch operator, once per call in its kernel: op:aten::add.Tensor,
+                        any namespace once a library registers it: op:myops::scaled_add
   SPEC if CONDITION     evaluated by gdb in the debuggee: 'my_ext.c:42 if i == 10'
 """
 

@@ -139,3 +139,53 @@ def dynamic_symbols(stream: BinaryIO, names: Iterable[str]) -> dict[str, int]:
         if name_offset in wanted and section != 0:
             found[wanted[name_offset]] = value
     return found
+
+
+#: The note type of a GNU build id (``NT_GNU_BUILD_ID``) and its owner's name.
+_NT_GNU_BUILD_ID = 3
+_GNU = b"GNU\0"
+
+
+def build_id(stream: BinaryIO) -> str | None:
+    """The GNU build id (hex) of the ELF file open in ``stream``, from its
+    ``.note.gnu.build-id`` section; None when it has none."""
+    header = _header(stream)
+    note = read_sections(stream).get(".note.gnu.build-id")
+    if note is None or note.type == SHT_NOBITS:
+        return None
+    stream.seek(note.offset)
+    data = stream.read(note.size)
+    offset = 0
+    while offset + 12 <= len(data):
+        name_size, desc_size, kind = struct.unpack_from(header.order + "III", data, offset)
+        name_at = offset + 12
+        desc_at = name_at + (name_size + 3) // 4 * 4
+        if kind == _NT_GNU_BUILD_ID and data[name_at:name_at + name_size] == _GNU:
+            return data[desc_at:desc_at + desc_size].hex()
+        offset = desc_at + (desc_size + 3) // 4 * 4
+    return None
+
+
+#: ``DT_NEEDED``: a library the file needs (the value is an offset in ``.dynstr``).
+_DT_NEEDED = 1
+
+
+def needed_libraries(stream: BinaryIO) -> list[str]:
+    """The libraries the ELF file open in ``stream`` needs (its ``DT_NEEDED`` entries)."""
+    header = _header(stream)
+    sections = read_sections(stream)
+    dynamic, strings = sections.get(".dynamic"), sections.get(".dynstr")
+    if dynamic is None or strings is None or dynamic.type == SHT_NOBITS:
+        return []
+    stream.seek(strings.offset)
+    text = stream.read(strings.size)
+    stream.seek(dynamic.offset)
+    data = stream.read(dynamic.size)
+    entry = struct.Struct(header.order + ("qQ" if header.wide else "iI"))
+    needed = []
+    for tag, value in entry.iter_unpack(data[:len(data) - len(data) % entry.size]):
+        if tag == 0:  # DT_NULL ends the table
+            break
+        if tag == _DT_NEEDED and value < len(text):
+            needed.append(text[value:text.find(b"\0", value)].decode("utf-8", "replace"))
+    return needed

@@ -56,6 +56,34 @@ class ProcMemory:
         self.close()
 
 
+class BlockCache:
+    """A ``ReadMemory`` that reads through ``read`` in aligned blocks and keeps them: one
+    object's fields read one by one cost one read of the debuggee's memory, not one each.
+    For one look at a stopped process: it never forgets."""
+
+    def __init__(self, read: ReadMemory, block: int = 256) -> None:
+        self._read = read
+        self._block = block
+        self._blocks: dict[int, bytes] = {}
+
+    def __call__(self, address: int, size: int) -> bytes:
+        """``size`` bytes at ``address``, from the blocks that hold them (a block that cannot
+        be read whole is not kept: the bytes are read as asked)."""
+        first, end = address - address % self._block, address + size
+        if end - first <= self._block and first in self._blocks:  # the common case: one kept block
+            return self._blocks[first][address - first:end - first]
+        try:
+            data = b"".join(self._blocks[start] if start in self._blocks else self._keep(start)
+                            for start in range(first, end, self._block))
+        except MemoryReadError:
+            return self._read(address, size)
+        return data[address - first:end - first]
+
+    def _keep(self, start: int) -> bytes:
+        self._blocks[start] = self._read(start, self._block)
+        return self._blocks[start]
+
+
 def read_u64(read: ReadMemory, address: int) -> int:
     """An unsigned little-endian 64-bit word at ``address``."""
     return int(struct.unpack("<Q", read(address, 8))[0])

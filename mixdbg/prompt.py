@@ -6,6 +6,7 @@ queue; the session thread runs it. The prompt never touches gdb itself.
 
 from __future__ import annotations
 
+import re
 import shlex
 import signal
 import sys
@@ -14,9 +15,10 @@ from typing import Callable
 
 from mixdbg import symbols
 from mixdbg.breakpoints import parse_spec
+from mixdbg.engine.inspect import Variable
 from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
 from mixdbg.output import Output
-from mixdbg.pytorch.tensors import describe
+from mixdbg.pytorch.tensors import fields, summary_line
 from mixdbg.pytorch.views import argument_lines
 from mixdbg.session import Session
 from mixdbg.stack import format_stack, format_threads, frame_line
@@ -36,7 +38,7 @@ HELP = """\
                      Python in Python frames at Python stops
   args               the innermost frame's tensor/list/scalar arguments (memory only)
   tensor ADDRESS     the tensor at an at::Tensor or c10::TensorImpl address (memory only)
-  b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, op:aten::NAME, ... if COND)
+  b, break SPEC      add a breakpoint (FUNCTION, FILE:LINE, op:NS::NAME, ... if COND)
   delete N           delete breakpoint N
   detach, q, quit    end mixdbg; the debuggee runs on
   kill               end the debuggee
@@ -108,7 +110,7 @@ def _dispatch(session: Session, line: str, output: Output) -> None:
         if not rest:
             raise UsageError("print what? (p EXPR)")
         thread, index = _selected(session)
-        print(session.inspect.evaluate(rest, thread, index, "repl").value, flush=True)
+        _print(session, session.inspect.evaluate(rest, thread, index, "repl"))
     elif verb == "args":
         _args(session)
     elif verb == "tensor":
@@ -127,6 +129,8 @@ def _break(session: Session, text: str) -> None:
             print(f"did you mean: {', '.join(close)}?", flush=True)
 
 
+#: gdb's own line for an array with members: ``[6]``.
+_ARRAY_COUNT = re.compile(r"^\[\d+\]$")
 STEPS = {"n": "next", "next": "next", "s": "stepIn", "step": "stepIn", "finish": "stepOut"}
 
 
@@ -194,6 +198,16 @@ def _locals(session: Session, text: str) -> None:
         print(f"    {variable.name} = {variable.value}", flush=True)
 
 
+def _print(session: Session, value: Variable) -> None:
+    """Print a value; a pretty-printed native one (a tensor: ``tensor float32 [2, 3] cpu``)
+    with its members, one a line, as gdb's ``print`` shows them."""
+    print(value.value, flush=True)
+    members = value.children
+    if members is not None and members[0] == "var" and value.value != "{...}" and not _ARRAY_COUNT.match(value.value):
+        for member in session.inspect.children(members):
+            print(f"  {member.name} = {member.value}", flush=True)
+
+
 def _args(session: Session) -> None:
     """Print the innermost frame's arguments, decoded from registers and memory."""
     op = session.last_stop.op if session.last_stop is not None else None
@@ -211,7 +225,12 @@ def _tensor(session: Session, text: str) -> None:
     except ValueError:
         raise UsageError(f"expected an address (tensor 0x7f...), got {text!r}") from None
     found = session.inspect.tensor_at(address)
-    print(describe(found["tensor"]) if "tensor" in found else found["error"], flush=True)
+    if "tensor" not in found:
+        print(found["error"], flush=True)
+        return
+    print(summary_line(found["tensor"]), flush=True)  # as 'p' shows a tensor variable
+    for name, shown in fields(found["tensor"]):
+        print(f"  {name} = {shown}", flush=True)
 
 
 def _number(text: str, what: str = "breakpoint") -> int:

@@ -118,7 +118,8 @@ class Session:
         self.solibs = SymbolReader(self.gdb)
         self.table = BreakpointTable(self.gdb, emit, self.tree, self.solibs, self.view.demangle, python,
                                      by_address=follow == FOLLOW_NONE,
-                                     attached=lambda: self.state != "detached", pid=lambda: self.pid)
+                                     attached=lambda: self.state != "detached", pid=lambda: self.pid,
+                                     layout_of=self.view.torch_layout)
         self.last_stop: Stopped | None = None
         self._kicking = False
         self._stalled = 0  # failed resumes in a row
@@ -160,7 +161,8 @@ class Session:
             while_gdb_boots()
         self.gdb.set_modes()
         self.gdb.console(f"source {HELPER_SCRIPT}")
-        self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
+        self.gdb.console(f"source {TORCH_GDB_COMMANDS}")  # with the tensor printers (gdb_printers.py)
+        self.gdb.command("-enable-pretty-printing")  # printers for variable objects too
         self.call_safety = calls.guard(self.gdb)
         for pattern in SKIPPED_SOURCES:
             self.gdb.console(f"skip -gfile {pattern}")
@@ -189,6 +191,7 @@ class Session:
             self.table.read_libraries()
         self.view.locate_python(pid)
         self.table.ops.bind(pid, self.table.items)  # a process that has torch already (attach)
+        self.table.bind_registered(pid)
         if child is None:
             self.solibs.configure()
             self.tree.start_following()
@@ -199,7 +202,7 @@ class Session:
         process = self.tree.stopped_in(payload)
         pid = process.pid if process is not None else self.pid
         if pid is not None and (process is None or not process.quiet):
-            self.table.bind_operators(pid)
+            self.table.bind_operators(pid, added_libraries(payload))
             self.view.warm(pid)
 
     def enable_breakpoints(self) -> None:
@@ -528,6 +531,9 @@ class Session:
         if str(hit) in self.stepper.temporary:  # where a step across the boundary lands
             self._report("step", None, None, payload)
             return
+        if self.table.after_load(hit):  # a library load returned: its operators are bound now
+            self.resume()
+            return
         breakpoint = self.table.owner(hit)
         function = (payload.get("frame") or {}).get("func")
         if breakpoint is None or breakpoint.is_plt_hit(payload.get("locno"), function):
@@ -568,7 +574,9 @@ class Session:
     def native_arguments(self, stack_now: stack.MixedStack, op: str | None = None) -> list[dict[str, Any]] | None:
         """The innermost frame's tensor, list and scalar arguments, named after operator
         ``op``'s schema when it is an operator's kernel (see ``stopview``)."""
-        return self.view.native_arguments(stack_now, self.table.ops.argument_names(op) if op is not None else None)
+        if op is None:
+            return self.view.native_arguments(stack_now, None, None)
+        return self.view.native_arguments(stack_now, self.table.ops.argument_names(op), self.table.ops.return_type(op))
 
     def _require_stopped(self, what: str) -> None:
         if self.state != "stopped":

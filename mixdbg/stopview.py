@@ -137,14 +137,26 @@ class StopView:
         data = self._helper(f"mixdbg-locals {address}")
         return {str(name): str(value) for name, value in data.get("locals", [])}
 
-    def native_arguments(self, stack_now: stack.MixedStack, names: list[str] | None) -> list[dict[str, Any]] | None:
-        """The innermost frame's tensor, list and scalar arguments, read from registers and
-        memory at its entry (None when its signature has none; see ``pytorch.views``);
-        ``names``: the parameters' names when known (an operator's schema)."""
+    def native_arguments(self, stack_now: stack.MixedStack, names: list[str] | None,
+                         returns: str | None) -> list[dict[str, Any]] | None:
+        """The innermost frame's tensor, list and scalar arguments: from its debug info, or
+        from registers and memory at its entry (None when it has none; see
+        ``pytorch.views``); ``names``: the parameters' names when known (an operator's
+        schema), ``returns``: its return type when known."""
         frames = stack_now.frames
         if self.pid is None or not frames or frames[0].kind != "native":
             return None
-        return self.torch.arguments(self.pid, views.interpreter(self.pid, self.python), frames[0].function, names)
+        return self.torch.arguments(self.pid, views.interpreter(self.pid, self.python), frames[0].function, names,
+                                    returns, debug_info=frames[0].file is not None)
+
+    def torch_layout(self, pid: int) -> dict[str, Any] | None:
+        """The tensor (and dispatcher) layout of the torch process ``pid`` runs, once loaded."""
+        return self.torch.layout(pid, views.interpreter(pid, self.python))
+
+    def prepare_printers(self, pid: int) -> None:
+        """Before gdb shows native values of process ``pid``: its tensor printers get the
+        layout of the debuggee's torch build, once torch is loaded (see ``pytorch.views``)."""
+        self.torch.prepare_printers(pid, views.interpreter(pid, self.python))
 
     def tensor_at(self, address: int) -> dict[str, Any]:
         """The tensor at ``address`` (a TensorImpl or at::Tensor), read from memory only."""

@@ -28,7 +28,7 @@ from mixdbg.gdbmi import find_gdb, gdb_environment
 CEXT_SOURCE = Path(__file__).parent / "cext" / "mixdbg_testext.c"
 
 #: The DAP tests' fixtures (schema, native modules, clients of ``mixdbg dap``), for every test.
-pytest_plugins = ["dap.fixtures"]
+pytest_plugins = ["dap.fixtures", "torchext_fixture"]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 PYTHON_SUFFIXES = (".py", ".pyw")
 PENDING = ("not bound yet: its library is not loaded, or has no debug info (-g) for this line; "
            "it binds when a library that has it loads")
+#: The message of an ``op:`` breakpoint whose operator has not registered yet.
+OPERATOR_PENDING = "not bound yet: no library has registered this operator; it binds when one does"
 
 
 def describe(dap_id: int, body: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +33,7 @@ def describe(dap_id: int, body: dict[str, Any]) -> dict[str, Any]:
         if located[0].get("file"):
             result["source"] = {"name": Path(located[0]["file"]).name, "path": located[0]["file"]}
     if body.get("pending"):
-        result["message"] = PENDING
+        result["message"] = OPERATOR_PENDING if str(body.get("spec", "")).startswith("op:") else PENDING
     elif body.get("hint"):
         result["message"] = str(body["hint"])
     return result

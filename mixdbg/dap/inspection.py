@@ -14,7 +14,7 @@ from mixdbg.engine.frames import is_glue, is_user_native
 from mixdbg.engine.inspect import Page, Variable
 from mixdbg.errors import MixdbgError
 from mixdbg.gdbmi import GdbCommandError
-from mixdbg.pytorch.tensors import describe as describe_tensor
+from mixdbg.pytorch import tensors
 from mixdbg.session import Session
 from mixdbg.stack import Frame, MixedStack
 
@@ -122,13 +122,18 @@ def _frame_of(adapter: Adapter, frame_id: Any) -> tuple[int, int, MixedStack]:
 
 @request("scopes")
 def scopes(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A frame's scopes: decoded tensor/list/scalar arguments at the stop frame, then the
-    frame's locals (native or Python)."""
+    """A frame's scopes: decoded tensor/list/scalar arguments at the stop frame of an
+    operator or of a function without debug info, then the frame's locals (native or
+    Python)."""
     session = _stopped(adapter)
     thread, index, stack = _frame_of(adapter, arguments.get("frameId"))
     frame = stack.frames[index]
     result = []
-    if index == 0 and _stop_arguments(adapter, session, thread):
+    # With debug info (a source line) Locals has the arguments, read by gdb's tensor printers;
+    # an operator's stop names them after its schema too.
+    last = session.last_stop
+    named = last is not None and last.op is not None
+    if index == 0 and (frame.file is None or named) and _stop_arguments(adapter, session, thread):
         result.append({"name": "Arguments", "presentationHint": "arguments", "expensive": False,
                        "variablesReference": adapter.references.add(("arguments", thread, 0))})
     kind = "python-locals" if frame.kind == "python" else "native-locals"
@@ -207,6 +212,8 @@ def _variable(adapter: Adapter, value: Variable) -> dict[str, Any]:
     result: dict[str, Any] = {"name": value.name, "value": value.value, "variablesReference": 0}
     if value.type:
         result["type"] = value.type
+    if value.memory_reference:
+        result["memoryReference"] = value.memory_reference
     if value.children is not None:
         result["variablesReference"] = adapter.references.add(("children", value.children))
         if value.indexed is not None and adapter.client.get("supportsVariablePaging"):
@@ -249,10 +256,11 @@ def _plain(adapter: Adapter, name: str, value: Any, type_name: str | None = None
     result: dict[str, Any] = {"name": name, "variablesReference": 0}
     if type_name:
         result["type"] = str(type_name)
-    if isinstance(value, dict) and "dtype" in value:
-        result["value"] = describe_tensor(value)
-        parts = tuple((key, value[key]) for key in ("dtype", "shape", "strides", "storage_offset", "device",
-                                                     "values") if key in value)
+    if isinstance(value, _Address):
+        result["memoryReference"] = str(value)
+    if isinstance(value, dict) and "dtype" in value:  # a tensor: as gdb's tensor printers show it
+        result["value"] = tensors.summary_line(value)
+        parts = tuple((key, _Address(text) if key == "data" else text) for key, text in tensors.fields(value))
         result["variablesReference"] = adapter.references.add(("values", _frozen(parts)))
     elif isinstance(value, dict):
         result["value"] = "{...}"
@@ -269,12 +277,18 @@ def _plain(adapter: Adapter, name: str, value: Any, type_name: str | None = None
 def _text(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_text(v) for v in value) + "]"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # as gdb shows a double: alpha = 2
     return str(value)
 
 
 def _frozen(parts: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
     """Make the parts hashable for the id table (lists become tuples of their text)."""
     return tuple((name, _Frozen(value)) for name, value in parts)
+
+
+class _Address(str):
+    """A tensor's ``data``: an address a memory view can open (``memoryReference``)."""
 
 
 class _Frozen:

@@ -18,6 +18,7 @@ from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
 from mixdbg.proctree import ProcessTree
 from mixdbg.pytorch.catalogue import KERNEL_LIBRARY
 from mixdbg.pytorch.opbreaks import OperatorBreakpoints
+from mixdbg.pytorch.registered import LayoutOf
 from mixdbg.solibs import SymbolReader
 
 
@@ -27,7 +28,7 @@ class BreakpointTable:
 
     def __init__(self, gdb: GdbMi, emit: Callable[[Event], None], tree: ProcessTree, solibs: SymbolReader,
                  demangle: Callable[[list[str]], list[str]], python: str | None, by_address: bool,
-                 attached: Callable[[], bool], pid: Callable[[], int | None]) -> None:
+                 attached: Callable[[], bool], pid: Callable[[], int | None], layout_of: LayoutOf) -> None:
         self.gdb = gdb
         self.emit = emit
         self.tree = tree
@@ -37,7 +38,8 @@ class BreakpointTable:
         self.items: dict[int, Breakpoint] = {}
         self.throw_catch: int | None = None  # gdb's C++ throw catchpoint, when asked for
         self._trap_specs: list[BreakSpec] = []
-        self.ops = OperatorBreakpoints(gdb, self._insert, demangle, tree.inferior_of, python, by_address=by_address)
+        self.ops = OperatorBreakpoints(gdb, self._insert, demangle, tree.inferior_of, python, by_address=by_address,
+                                       layout_of=layout_of)
 
     def add(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
         """Create a breakpoint (pending until a library defines it) and report it, now or
@@ -81,11 +83,25 @@ class BreakpointTable:
         bkpt: dict[str, Any] = result["bkpt"]
         return bkpt
 
-    def bind_operators(self, pid: int) -> None:
-        """In process ``pid`` (stopped where torch's kernels are loaded): bind the operator
-        breakpoints there."""
+    def bind_operators(self, pid: int, libraries: list[str]) -> None:
+        """In process ``pid``, stopped where ``libraries`` loaded: bind the operator
+        breakpoints there (those outside aten once the load returns: ``after_load``)."""
         for breakpoint in self.ops.bind(pid, self.items):
             self.emit(self.event(breakpoint))
+        self.ops.arm(pid, libraries)
+
+    def bind_registered(self, pid: int) -> None:
+        """Attached to process ``pid``: bind the operators outside aten it registered already."""
+        for breakpoint in self.ops.bind_registered(pid, self.items):
+            self.emit(self.event(breakpoint))
+
+    def after_load(self, gdb_number: int) -> bool:
+        """Whether gdb stopped where a library load returned (``bind_operators``); the
+        operators it registered are bound then."""
+        changed = self.ops.after_load(gdb_number, self.items)
+        for breakpoint in changed or []:
+            self.emit(self.event(breakpoint))
+        return changed is not None
 
     def on_console(self, text: str) -> None:
         """A line of gdb's console stream: gdb's helper may have bound operator kernels in a
@@ -175,8 +191,9 @@ class BreakpointTable:
         """Tell the user about breakpoints no loaded library ever defined (likely typos)."""
         for breakpoint in self.items.values():
             if breakpoint.pending:
-                self.emit(Notice("warning", f"breakpoint {breakpoint.number} ({breakpoint.spec.text}) "
-                                            "never resolved: no loaded library defines it"))
+                self.emit(Notice("warning", self.ops.custom.never_bound(breakpoint)
+                                 or f"breakpoint {breakpoint.number} ({breakpoint.spec.text}) "
+                                    "never resolved: no loaded library defines it"))
 
 
 def _reported_state(breakpoint: Breakpoint) -> object:

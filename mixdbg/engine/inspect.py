@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 #: The trap's first argument (the mailbox) at its entry.
 FIRST_ARGUMENT = "$x0" if platform.machine() in ("aarch64", "arm64") else "$rdi"
 _LWP = re.compile(r"LWP (\d+)|process (\d+)")
+_POINTER_VALUE = re.compile(r"^0x[0-9a-fA-F]+\b")
 #: How many children of one value are listed at most (for a client that does not page).
 MAX_CHILDREN = 300
 #: Arrays with more elements than this are paged (DAP ``indexedVariables``).
@@ -65,7 +66,8 @@ class Variable:
     ``("var", gdb variable object)`` or ``("py", agent reference)``; ``evaluate``: the
     expression that reaches it; ``hint``: ``readOnly``, ``rawString``, ``virtual`` (a
     group), space-separated; ``indexed``/``named``: its children's counts when they are
-    paged."""
+    paged; ``memory_reference``: the address a pointer holds (a tensor's ``data``), for a
+    memory view."""
 
     name: str
     value: str
@@ -75,6 +77,7 @@ class Variable:
     hint: str | None = None
     indexed: int | None = None
     named: int | None = None
+    memory_reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,7 @@ class Inspector:
 
     def native_locals(self, thread: int, level: int, hex_ints: bool = False) -> list[Variable]:
         """A native frame's arguments and locals, each expandable where it has members."""
+        self.view.prepare_printers(self.pid_of(thread))
         try:
             result = self.gdb.command(f"-stack-list-variables --thread {thread} --frame {level} --no-values")
         except GdbCommandError as err:
@@ -281,6 +285,21 @@ class Inspector:
             self._varobjs.append(str(raw["name"]))
             variables.append(self._native_variable(str(raw.get("exp", "")), raw, page.hex))
         return variables
+
+    def _has_members(self, raw: dict[str, Any]) -> bool:
+        """Whether a gdb variable object has members to list. A pretty-printed one
+        (``dynamic``) says so in ``has_more`` when created; as a member of another, gdb does
+        not say: its first member is asked for."""
+        if raw.get("dynamic") != "1":
+            return int(raw.get("numchild", "0") or 0) > 0
+        if "has_more" in raw:
+            return raw.get("has_more") == "1"
+        try:
+            first = self.gdb.command(f"-var-list-children {raw['name']} 0 1")
+        except GdbCommandError as err:
+            log.debug("members of %s: %s", raw["name"], err.gdb_message)
+            return False
+        return int(first.get("numchild", "0") or 0) > 0 or first.get("has_more") == "1"
 
     def python_locals(self, thread: int, index: int, stack: MixedStack, scope: str = "locals",
                       hex_ints: bool = False) -> list[Variable]:
@@ -342,7 +361,9 @@ class Inspector:
 
     def native_varobj(self, thread: int, level: int, expression: str) -> dict[str, Any]:
         """A new gdb variable object for ``expression`` in native frame ``level`` (deleted
-        when the tree runs again): gdb's ``-var-create`` answer."""
+        when the tree runs again): gdb's ``-var-create`` answer (PyTorch values through
+        mixdbg's printers)."""
+        self.view.prepare_printers(self.pid_of(thread))
         try:
             raw = self.gdb.command(f"-var-create --thread {thread} --frame {level} - * {mi_quote(expression)}")
         except GdbCommandError as err:
@@ -351,16 +372,17 @@ class Inspector:
         return raw
 
     def _native_variable(self, name: str, raw: dict[str, Any], hex_ints: bool) -> Variable:
-        """A variable object as shown: paged when it is a large array."""
+        """A variable object as shown: paged when it is a large array, with the address a
+        pointer holds for a memory view."""
         handle = str(raw["name"])
         count = int(raw.get("numchild", "0") or 0)
-        has = count > 0 or raw.get("dynamic") == "1"
         value = str(raw.get("value", ""))
         if hex_ints:
             value = self._hex(handle, value)
         paged = count > PAGE_OVER and (str(raw.get("type", "")).endswith("]") or raw.get("displayhint") == "array")
-        return Variable(name, value, raw.get("type"), ("var", handle) if has else None,
-                        indexed=count if paged else None, named=0 if paged else None)
+        return Variable(name, value, raw.get("type"), ("var", handle) if self._has_members(raw) else None,
+                        indexed=count if paged else None, named=0 if paged else None,
+                        memory_reference=_memory_reference(raw))
 
     def _hex(self, handle: str, value: str) -> str:
         try:
@@ -384,6 +406,16 @@ class Inspector:
             self.gdb.command("-gdb-set print elements 200")
             self.gdb.command("-gdb-set print repeats 10")
         return str(value.get("value", ""))
+
+
+def _memory_reference(raw: dict[str, Any]) -> str | None:
+    """The address a non-null pointer variable holds (``0x55d0... <symbol>``: the first
+    word), where a memory view can open."""
+    kind, value = str(raw.get("type") or ""), str(raw.get("value") or "")
+    match = _POINTER_VALUE.match(value)
+    if not kind.rstrip().endswith("*") or match is None or int(match.group(0), 16) == 0:
+        return None
+    return match.group(0)
 
 
 def _python_index(stack: MixedStack, index: int) -> int:

@@ -20,9 +20,12 @@ import struct
 from typing import Any, Callable, Optional
 
 from mixdbg.memory import MemoryReadError, ReadMemory, read_i64, read_u64
-from mixdbg.pytorch.tensors import DEVICE_NAMES, Layout, TensorUnreadable, read_at_tensor
+from mixdbg.pytorch.tensors import Layout, TensorUnreadable, device_name, read_at_tensor
 
 INTEGER_REGISTERS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+#: Floating-point arguments take these, counted apart (their low 64 bits).
+SSE_REGISTERS = tuple(f"xmm{i}" for i in range(8))
+_FLOATS = {"double": "<d", "float": "<f"}
 MAX_LIST = 64
 MAX_TENSORS = 8
 _FUNCTOR = re.compile(r"CompileTimeFunctionPointer<(?P<ret>.+?) \(")
@@ -32,7 +35,7 @@ _REGISTER_RETURNS = re.compile(r"^(void|bool|long|int|double|float|unsigned long
 _BY_REFERENCE = re.compile(r"^(at::Tensor|c10::Scalar|c10::SymInt|at::Generator|std::optional<at::Tensor>|"
                            r"std::optional<at::Generator>|std::optional<c10::Scalar>|std::optional<c10::SymInt>|"
                            r"std::vector<.*>|std::__cxx11::basic_string<.*>)$")
-_SMALL = ("long", "int", "bool", "unsigned long", "double", "float", "c10::ScalarType", "c10::Layout",
+_SMALL = ("long", "int", "bool", "unsigned long", "c10::ScalarType", "c10::Layout",
           "c10::MemoryFormat", "c10::DispatchKeySet", "c10::Device")
 _LAYOUTS = {0: "strided", 1: "sparse", 2: "sparse_csr", 3: "mkldnn"}
 
@@ -137,9 +140,7 @@ def _small_optional(word: int, decode: Callable[[int], Any], size: int = 1) -> D
 
 def _device(packed: int) -> str:
     """``c10::Device``: the type byte, then the index byte (-1: none)."""
-    kind, index = packed & 0xFF, struct.unpack("<b", bytes([packed >> 8]))[0]
-    name = DEVICE_NAMES.get(kind, f"device type {kind}")
-    return name if index < 0 else f"{name}:{index}"
+    return device_name(packed & 0xFF, struct.unpack("<b", bytes([(packed >> 8) & 0xFF]))[0])
 
 
 def _dtype(number: int, layout: Layout) -> Any:
@@ -186,11 +187,24 @@ def passing(cpp_type: str) -> Passing | None:
     return None
 
 
+def _floating(cpp_type: str, sse: list[str], registers: Registers, stack: int, read: ReadMemory,
+              ) -> tuple[float, int]:
+    """A ``double`` or ``float`` argument: the next SSE register's low bytes, else the next
+    stack word; and where the stack's next argument is then."""
+    if sse:
+        word, after = registers[sse.pop(0)], stack
+    else:
+        word, after = read_u64(read, stack), stack + 8
+    kind = _FLOATS[cpp_type]
+    return float(struct.unpack(kind, word.to_bytes(8, "little")[:struct.calcsize(kind)])[0]), after
+
+
 def decode(params: list[str], names: list[str] | None, result_pointer: bool, registers: Registers,
            cfa: int, read: ReadMemory, layout: Layout, hidden: int = 0) -> list[Decoded]:
     """Each parameter's place and value at the function's entry; the first ``hidden``
     parameters (a functor's kernel pointer and dispatch key set) are placed, not shown."""
     free = list(INTEGER_REGISTERS[1:] if result_pointer else INTEGER_REGISTERS)
+    sse = list(SSE_REGISTERS)
     stack = cfa  # the first stack-passed argument is at the CFA (the caller's rsp before the call)
     shown: list[Decoded] = []
     for index, cpp_type in enumerate(params):
@@ -198,6 +212,13 @@ def decode(params: list[str], names: list[str] | None, result_pointer: bool, reg
         entry: Decoded = {"position": position, "type": cpp_type}
         if names is not None and 0 <= position < len(names):
             entry["name"] = names[position]
+        if cpp_type in _FLOATS:
+            try:
+                value, stack = _floating(cpp_type, sse, registers, stack, read)
+                shown.append({**entry, "value": value})
+            except (MemoryReadError, KeyError) as err:
+                shown.append({**entry, "error": f"not decoded: {err}"})
+            continue
         how = passing(cpp_type)
         if how is None:
             if position >= 0:

@@ -34,6 +34,7 @@ from elftools.elf.elffile import ELFFile
 
 from mixdbg import debuginfo
 from mixdbg.errors import DataError, NotFoundError
+from mixdbg.pytorch.mapped import mapped_library
 from mixdbg.rundir import keep_cached, read_cached
 
 log = logging.getLogger(__name__)
@@ -280,20 +281,6 @@ def torch_root_of_interpreter(python: str) -> Path:
     if done.returncode != 0 or not found:
         raise NotFoundError(f"{python} cannot import torch: operator breakpoints need it")
     return Path(found)
-
-
-def mapped_library(pid: int, suffix: str) -> tuple[Path, int] | None:
-    """The library of process ``pid`` whose path ends with ``suffix``, and the address it
-    is loaded at (its mapping of file offset 0), if it is loaded."""
-    try:
-        maps = Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return None
-    for line in maps.splitlines():
-        fields = line.split(maxsplit=5)
-        if len(fields) == 6 and fields[5].endswith(suffix) and int(fields[2], 16) == 0:
-            return Path(fields[5]), int(fields[0].split("-")[0], 16)
-    return None
 
 
 def torch_root_of_process(pid: int) -> Path | None:

@@ -1,8 +1,9 @@
 """Runs inside gdb's embedded Python (``source``d by mixdbg): PyTorch helper commands.
 
-``mixdbg-torch-args REQUEST``: the arguments of the innermost frame, decoded from
-registers and memory at its entry (``arguments.py``). REQUEST:
-``{"layout": ..., "names": [...] or null, "returns": "at::Tensor" or null}``.
+``mixdbg-torch-args REQUEST``: the arguments of the innermost frame: where gdb has the
+function's debug info, its arguments as the tensor printers read them (``gdb_printers``);
+else decoded from registers and memory at its entry (``arguments.py``). REQUEST:
+``{"layout": ... or null, "names": [...] or null, "returns": "at::Tensor" or null}``.
 ``mixdbg-tensor ADDRESS REQUEST``: the tensor at ADDRESS (a ``TensorImpl`` or an
 ``at::Tensor``). ``mixdbg-torch-summaries REQUEST``: from now on, ``locals`` (gdb_helper.py)
 shows ``torch.Tensor`` values with the same summary. ``mixdbg-demangle REQUEST``: the
@@ -17,6 +18,10 @@ addresses: a fork keeps the layout); gdb names each copy in its console stream a
 they are. A process that execs loses them before the new program runs: gdb would set them
 again at the same addresses in a program that has other code there.
 
+Importing ``gdb_printers`` registers the tensor pretty-printers; mixdbg hands them the
+layout (``mixdbg-torch-layout``) before it shows native variables. Importing
+``gdb_operators`` registers the commands that find operators' kernels for ``op:``.
+
 Each command reads a JSON request file and writes ``answer.json`` beside it (JsonCommand).
 
 Standard library and ``gdb`` only; Python 3.9-compatible (gdb's Python is not mixdbg's).
@@ -24,7 +29,6 @@ Standard library and ``gdb`` only; Python 3.9-compatible (gdb's Python is not mi
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -36,51 +40,21 @@ import gdb  # type: ignore[import-untyped, import-not-found, unused-ignore]
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 if _PACKAGE_PARENT not in sys.path:
     sys.path.append(_PACKAGE_PARENT)
-from mixdbg.memory import MemoryReadError
 from mixdbg.pyframes.objects import register_summary
-from mixdbg.pytorch import arguments, tensors
+from mixdbg.pytorch import (
+    arguments,
+    gdb_operators,  # noqa: F401 - imported for the commands it registers
+    gdb_printers,
+    tensors,
+)
+from mixdbg.pytorch.gdb_requests import JsonCommand, console
+from mixdbg.pytorch.gdb_values import LAYOUTS
+from mixdbg.pytorch.gdb_values import read_inferior as _read
 
 _OFFSET = re.compile(r" \+ (\d+) in section ")
-#: One MI console record (``~"TEXT"``) and one escape inside its C string.
-_CONSOLE_RECORD = re.compile(rb'~"((?:[^"\\]|\\.)*)"\n?')
-_ESCAPE = re.compile(rb"\\([0-7]{1,3}|.)", re.DOTALL)
-_ESCAPED = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"e": b"\x1b", b"a": b"\a", b"b": b"\b", b"f": b"\f",
-            b"v": b"\v"}
 #: Prologues gdb steps over on a function without line info (amd64_analyze_prologue):
 #: ``push %rbp; mov %rsp,%rbp`` and ``endbr64``; the argument registers are untouched.
 _PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")
-
-
-def _read(address: int, size: int) -> bytes:
-    if size == 0:  # gdb refuses a read of 0 bytes (a frame with no locals)
-        return b""
-    try:
-        return bytes(gdb.selected_inferior().read_memory(address, size))
-    except (gdb.MemoryError, gdb.error, OverflowError, ValueError) as err:
-        raise MemoryReadError(f"cannot read {size} bytes at {address:#x}: {err}") from err
-
-
-def console(command: str) -> str:
-    """The text gdb's console command ``command`` prints.
-
-    gdb 18.1 under MI hands ``gdb.execute(..., to_string=True)`` the output of many
-    commands (``print``, ``demangle``, ``info symbol``) as MI console records
-    (``~"text\\n"``), where gdb 13.1 gives the text itself (measured); decode those."""
-    output = gdb.execute(command, to_string=True)
-    raw = output.encode("utf-8", "surrogateescape")
-    records = list(_CONSOLE_RECORD.finditer(raw))
-    if not records or sum(len(record.group(0)) for record in records) != len(raw):
-        return str(output)
-    text = b"".join(_ESCAPE.sub(_unescape, record.group(1)) for record in records)
-    return text.decode("utf-8", "replace")
-
-
-def _unescape(match: re.Match[bytes]) -> bytes:
-    """One C escape of an MI string, as its byte."""
-    escape = match.group(1)
-    if escape[:1].isdigit():
-        return bytes([int(escape, 8) & 0xFF])
-    return _ESCAPED.get(escape, escape)
 
 
 def _at_entry(frame: Any) -> bool:
@@ -94,10 +68,55 @@ def _at_entry(frame: Any) -> bool:
     return offset == 0 or (offset in (4, 8) and _read(pc - offset, offset) in _PROLOGUES)
 
 
+def _function_block(frame: Any) -> Any:
+    """The outermost block of the function ``frame`` runs, when gdb has its debug info and
+    the frame is past the function's first instruction (before it, an argument kept in the
+    frame's memory may not be stored yet: registers hold them there)."""
+    try:
+        block = frame.block()
+    except RuntimeError:  # no debug info for this pc
+        return None
+    while block is not None and block.function is None:
+        block = block.superblock
+    if block is None or block.function is None or block.start == frame.pc():
+        return None
+    return block
+
+
+def debug_info_arguments(frame: Any, names: list[str] | None) -> dict[str, Any] | None:
+    """The arguments of a frame whose function gdb has debug info for, read as the tensor
+    printers read them, named from the operator's schema when ``names`` has one per
+    argument; None without debug info. ``{"arguments": None}`` when none has a PyTorch
+    type (nothing to add to what gdb shows)."""
+    block = _function_block(frame)
+    if block is None:
+        return None
+    symbols = [symbol for symbol in block if symbol.is_argument]
+    if not any(gdb_printers.handles(symbol.type) for symbol in symbols):
+        return {"arguments": None}
+    if names is not None and len(names) != len(symbols):
+        names = None
+    found = []
+    for position, symbol in enumerate(symbols):
+        entry = {"position": position, "name": names[position] if names else symbol.name, "type": str(symbol.type)}
+        try:
+            found.append({**entry, **gdb_printers.to_json(symbol.value(frame))})
+        except gdb.error as err:  # optimized out, or not readable here
+            found.append({**entry, "error": f"not decoded: {err}"})
+    return {"arguments": found}
+
+
 def frame_arguments(request: dict[str, Any]) -> dict[str, Any]:
-    """The innermost frame's arguments as ``{"arguments": [...]}`` or ``{"error": why}``."""
+    """The innermost frame's arguments as ``{"arguments": [...]}`` or ``{"error": why}``:
+    from its debug info where gdb has it, else from registers and memory at its entry."""
     frame = gdb.newest_frame()
-    parsed = arguments.signature(frame.name() or "")
+    from_debug_info = debug_info_arguments(frame, request.get("names"))
+    if from_debug_info is not None:
+        return from_debug_info
+    if request.get("layout") is None:
+        return {"error": "not decoded: no debug info for this function"}
+    function = frame.function()  # with debug info, its name has the parameter types
+    parsed = arguments.signature(function.name if function is not None else frame.name() or "")
     if parsed is None:
         return {"error": "no signature for this function"}
     if not _at_entry(frame):
@@ -114,6 +133,7 @@ def frame_arguments(request: dict[str, Any]) -> dict[str, Any]:
     if result_pointer is None:
         return {"error": f"whether {returns} comes back through a hidden pointer is not known here"}
     registers = {r: int(frame.read_register(r)) & ((1 << 64) - 1) for r in arguments.INTEGER_REGISTERS}
+    registers.update({r: int(frame.read_register(r)["v2_int64"][0]) & ((1 << 64) - 1) for r in arguments.SSE_REGISTERS})
     older = frame.older()
     cfa = int(older.read_register("rsp")) if older is not None else 0
     return {"arguments": arguments.decode(params, request.get("names"), result_pointer, registers, cfa, _read,
@@ -129,32 +149,6 @@ def tensor_at(address: int, layout: dict[str, Any]) -> dict[str, Any]:
             return {"tensor": tensors.read_at_tensor(_read, address, layout)}
         except tensors.TensorUnreadable:
             return {"error": f"not decoded: {first}"}
-
-
-class JsonCommand(gdb.Command):  # type: ignore[misc]
-    """A command ``NAME [WORD] REQUEST``: reads the JSON file REQUEST (the rest of the line,
-    spaces allowed) and writes its answer as JSON to ``answer.json`` beside it. Files, not
-    gdb's console, carry the data: MI would mix it into its stream records."""
-
-    words = 0
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name, gdb.COMMAND_DATA)
-
-    def invoke(self, argument: str, from_tty: bool) -> None:
-        *words, path = argument.strip().split(" ", self.words)
-        with open(path, encoding="utf-8") as stream:
-            request = json.load(stream)
-        try:
-            answer = self.answer(words, request)
-        except (gdb.error, MemoryReadError) as err:
-            answer = {"error": f"not decoded: {err}"}
-        with open(Path(path).with_name("answer.json"), "w", encoding="utf-8") as out:
-            json.dump(answer, out)
-
-    def answer(self, words: list[str], request: Any) -> Any:
-        """The answer to one request."""
-        raise NotImplementedError
 
 
 class MixdbgTorchArgs(JsonCommand):
@@ -272,6 +266,7 @@ class MixdbgKernels(gdb.Command):  # type: ignore[misc]
             self.connected = True
 
 
+LAYOUTS.managed = True  # mixdbg hands the printers the layout (views.TorchViews)
 MixdbgKernels()
 MixdbgTorchArgs("mixdbg-torch-args")
 MixdbgDemangle("mixdbg-demangle")

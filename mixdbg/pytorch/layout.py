@@ -6,6 +6,9 @@ offset the reader needs. The result is cached under ``$XDG_CACHE_HOME/mixdbg`` b
 build id of ``libc10.so`` (where ``TensorImpl`` is defined) and is used only when the
 probe's ``libc10.so`` and the debuggee's have the same build id: a layout measured on
 another build is never applied.
+
+Standard library only, Python 3.9-compatible: gdb's Python imports it too (the tensor
+printers, sourced into a plain gdb, discover the layout themselves).
 """
 
 from __future__ import annotations
@@ -17,15 +20,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from mixdbg import debuginfo
-from mixdbg.errors import DataError, MixdbgError, NotFoundError
-from mixdbg.pytorch.catalogue import mapped_library
+from mixdbg import elfsections
+from mixdbg.errors import MixdbgError
+from mixdbg.pytorch.mapped import mapped_library
 from mixdbg.rundir import keep_cached, read_cached
 
 log = logging.getLogger(__name__)
 
 PROBE = Path(__file__).with_name("layout_probe.py")
-CACHE_VERSION = 1
+CACHE_VERSION = 3
 PROBE_TIMEOUT = 120.0
 
 
@@ -40,9 +43,10 @@ def c10_of_process(pid: int) -> tuple[Path, int] | None:
 
 def _build_id(library: Path) -> str:
     try:
-        build_id = debuginfo.classify(library).build_id
-    except (NotFoundError, DataError) as err:
-        raise LayoutUnknown(f"cannot read {library}: {err.message}") from err
+        with library.open("rb") as stream:
+            build_id = elfsections.build_id(stream)
+    except (OSError, elfsections.ElfFormatError) as err:
+        raise LayoutUnknown(f"cannot read {library}: {err}") from err
     if not build_id:
         raise LayoutUnknown(f"{library} has no build id: a discovered layout could not be matched to it")
     return build_id

@@ -138,14 +138,110 @@ def device_field() -> int:
     return unique(found, "device")
 
 
-def c10_library() -> tuple[str, int]:
-    """The path of the libc10.so this process loaded and its load address."""
+def undefined_tensor(path: str, c10_base: int) -> int:
+    """Where ``c10::UndefinedTensorImpl``'s singleton (what an undefined tensor points at)
+    is, relative to libc10's load address."""
+    singleton = ctypes.c_char.in_dll(ctypes.CDLL(path), "_ZN3c1019UndefinedTensorImpl10_singletonE")
+    return ctypes.addressof(singleton) - c10_base
+
+
+#: The dispatch keys whose kernel of an operator computes it for one backend: ``op:``
+#: breakpoints stop in these (what a CompositeImplicitAutograd kernel fills too).
+BACKEND_KEYS = ("CPU", "CUDA", "XPU", "MPS", "HIP", "Meta", "PrivateUse1")
+#: Where a ``std::list`` node's element starts (after its next and previous pointers).
+LIST_NODE = 16
+#: Nodes walked at most in the dispatcher's operator list.
+MAX_OPERATORS = 200000
+
+
+def std_string(address: int) -> str:
+    """The libstdc++ ``std::string`` at ``address`` (data pointer, then length)."""
+    data, length = words(address, 2)
+    if not 0 <= length <= 4096:
+        raise OSError(f"implausible string length {length}")
+    return read(data, length).decode("utf-8", "replace")
+
+
+def library(suffix: str) -> tuple[str, int]:
+    """The path of a library this process loaded, and its load address."""
     with open("/proc/self/maps", encoding="utf-8") as maps:
         for line in maps:
             fields = line.split()
-            if len(fields) >= 6 and fields[5].endswith("/libc10.so") and int(fields[2], 16) == 0:
+            if len(fields) >= 6 and fields[5].endswith(suffix) and int(fields[2], 16) == 0:
                 return fields[5], int(fields[0].split("-")[0], 16)
-    raise ProbeError("libc10.so is not mapped")
+    raise ProbeError(f"{suffix} is not mapped")
+
+
+def operator_entries(dispatcher: int) -> dict[tuple[str, str], int]:
+    """Every registered operator's ``OperatorEntry`` by (name, overload): the dispatcher's
+    ``operators_`` list is its first member; an entry begins with its ``OperatorName``
+    (two ``std::string``s)."""
+    entries: dict[tuple[str, str], int] = {}
+    node = words(dispatcher, 1)[0]
+    while node != dispatcher and len(entries) < MAX_OPERATORS:
+        entry = node + LIST_NODE
+        entries[(std_string(entry), std_string(entry + 32))] = entry
+        node = words(node, 1)[0]
+    return entries
+
+
+def schema_arguments(entries: dict[tuple[str, str], int]) -> tuple[int, int]:
+    """Where an entry's schema keeps its arguments (a ``std::vector<c10::Argument>``), and
+    the size of one ``Argument`` (its name, a ``std::string``, first): found with
+    ``aten::add.Tensor(self, other, alpha)``, checked with ``aten::mm(self, mat2)``."""
+    found = []
+    add, mm = entries[("aten::add", "Tensor")], entries[("aten::mm", "")]
+    for offset in range(64, 1024, WORD):
+        begin, end = words(add + offset, 2)
+        size = (end - begin) // 3
+        if begin <= 0 or end - begin != 3 * size or not 32 <= size <= 1024 or size % WORD:
+            continue
+        try:
+            names = [std_string(begin + i * size) for i in range(3)]
+            mm_begin = words(mm + offset, 1)[0]
+            checked = [std_string(mm_begin + i * size) for i in range(2)]
+        except (OSError, OverflowError, ValueError):
+            continue
+        if names == ["self", "other", "alpha"] and checked == ["self", "mat2"]:
+            found.append((offset, size))
+    if len(found) != 1:
+        raise ProbeError(f"schema arguments: {len(found)} candidates")
+    return found[0]
+
+
+def kernel_slots(dispatcher: int) -> dict[str, int]:
+    """Where each backend key's kernel is in an entry's dispatch table: operators of our
+    own, each with a kernel for one key only, tell the slots apart (a slot holds the
+    kernel's functor, its boxed function, then its unboxed one; a Python kernel has none)."""
+    probe_library = torch.library.Library("mixdbg_probe", "DEF")  # type: ignore[no-untyped-call]
+    probe_library.define("none(Tensor x) -> Tensor")  # type: ignore[no-untyped-call]
+    for key in BACKEND_KEYS:
+        probe_library.define(f"only_{key.lower()}(Tensor x) -> Tensor")  # type: ignore[no-untyped-call]
+        probe_library.impl(f"only_{key.lower()}", lambda x: x, key)  # type: ignore[no-untyped-call]
+    entries = operator_entries(dispatcher)
+    keyed = {key: entries[(f"mixdbg_probe::only_{key.lower()}", "")] for key in BACKEND_KEYS}
+    none = entries[("mixdbg_probe::none", "")]
+    size = min(int(_LIBC.malloc_usable_size(entry - LIST_NODE)) for entry in [none, *keyed.values()]) - LIST_NODE
+    memory = {key: words(entry, size // WORD) for key, entry in keyed.items()}
+    empty = words(none, size // WORD)
+    slots = {}
+    for key, own in memory.items():
+        others = [other for name, other in memory.items() if name != key]
+        slots[key] = unique([i * WORD for i in range(len(own) - 2) if own[i] and own[i + 1] and not own[i + 2]
+                             and not empty[i] and all(not other[i] for other in others)], f"{key} kernel slot")
+    return slots
+
+
+def dispatcher_layout() -> dict[str, object]:
+    """Where the dispatcher is (relative to libtorch_cpu.so's load address) and how to read
+    its operators: names, schema argument names, and each backend's kernel."""
+    path, base = library("/libtorch_cpu.so")
+    singleton = ctypes.CDLL(path)._ZN3c1010Dispatcher13realSingletonEv
+    singleton.restype = ctypes.c_void_p
+    dispatcher = int(singleton())
+    arguments, argument_size = schema_arguments(operator_entries(dispatcher))
+    return {"library": path, "dispatcher": dispatcher - base, "entry": LIST_NODE, "arguments": arguments,
+            "argument_size": argument_size, "slots": kernel_slots(dispatcher)}
 
 
 def probe() -> dict[str, object]:
@@ -161,10 +257,19 @@ def probe() -> dict[str, object]:
     fields["pyobject"] = common(find_sequence(impl_words(a), [id(a)]), find_sequence(impl_words(b), [id(b)]),
                                 "pyobject")
     fields["thp_cdata"] = unique(find_sequence(words(id(a), 6), [impl_of(a)]), "THPVariable.cdata")
-    path, c10_base = c10_library()
+    path, c10_base = library("/libc10.so")
     storage = words(impl_of(a), 8)[fields["storage"] // WORD]
     return {"torch": torch.__version__, "c10": path, "fields": fields, "dtypes": dtypes,
-            "tensor_vtable": words(impl_of(a), 1)[0] - c10_base, "storage_vtable": words(storage, 1)[0] - c10_base}
+            "tensor_vtable": words(impl_of(a), 1)[0] - c10_base, "storage_vtable": words(storage, 1)[0] - c10_base,
+            "undefined_tensor": undefined_tensor(path, c10_base), "dispatcher": _dispatcher_or_why()}
+
+
+def _dispatcher_or_why() -> dict[str, object]:
+    """The dispatcher's layout, or why it was not found (tensors are shown all the same)."""
+    try:
+        return dispatcher_layout()
+    except (ProbeError, OSError, KeyError, AttributeError) as err:
+        return {"error": f"{type(err).__name__}: {err}"}
 
 
 if __name__ == "__main__":

@@ -38,6 +38,9 @@ from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi
 from mixdbg.errors import MixdbgError, UsageError
 from mixdbg.gdbmi import GdbCommandError, GdbMi, mi_quote
 from mixdbg.pytorch import catalogue, ops
+from mixdbg.pytorch.customops import CustomOperators, kernel_keys
+from mixdbg.pytorch.mapped import mapped_library
+from mixdbg.pytorch.registered import LayoutOf, RegisteredOperators
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +62,9 @@ class OperatorBreakpoints:
     """The ``op:`` breakpoints of one session and the gdb breakpoints behind them."""
 
     def __init__(self, gdb: GdbMi, insert: Insert, demangle: Demangle, inferior_of: InferiorOf,
-                 python: str | None, by_address: bool) -> None:
+                 python: str | None, by_address: bool, layout_of: LayoutOf) -> None:
         self._gdb = gdb
+        self.custom = CustomOperators(gdb, RegisteredOperators(gdb, layout_of))  # outside aten
         self._by_address = by_address  # only one process, ever: no exec'd child can be traced
         self._insert = insert
         self._inferior_of = inferior_of
@@ -89,7 +93,14 @@ class OperatorBreakpoints:
     def add(self, spec: BreakSpec, enabled: bool, pids: list[int], bind_now: bool) -> Breakpoint:
         """A new operator breakpoint: a catchpoint on the kernel library's load, bound at
         once (``bind_now``: gdb is attached to ``pids``, the debuggee first) in each of
-        those processes that already has the library."""
+        those processes that already has the library. An operator outside aten is pending
+        until a library registers it (``customops``)."""
+        if not ops.is_aten(spec.location):
+            breakpoint = self.custom.add(spec, enabled)
+            self._kernels[breakpoint.number] = []  # its targets come from the dispatcher
+            for pid in pids if bind_now else []:
+                self._bind_custom(breakpoint, pid, enabled)
+            return breakpoint
         found = self.catalogue(pids[0] if pids else None)
         kernels = ops.resolve(found, spec.location)
         library = re.escape(found.library.name)
@@ -118,7 +129,7 @@ class OperatorBreakpoints:
     def kernel_library(self) -> str | None:
         """The file name of the library whose symbols gdb must read when it loads: the
         kernels', while an operator breakpoint inserts them by name; else None."""
-        return catalogue.KERNEL_LIBRARY.name if self._kernels and self.by_name() else None
+        return catalogue.KERNEL_LIBRARY.name if any(self._kernels.values()) and self.by_name() else None
 
     def is_catchpoint(self, gdb_number: int) -> bool:
         """Whether ``gdb_number`` is the load catchpoint of an operator breakpoint."""
@@ -131,33 +142,74 @@ class OperatorBreakpoints:
         changed = []
         for number in self._kernels:
             breakpoint = breakpoints.get(number)
-            if breakpoint is not None and self._bind_one(breakpoint, pid, True):
+            if breakpoint is not None and number not in self.custom.specs and self._bind_one(breakpoint, pid, True):
                 changed.append(breakpoint)
         return changed
 
+    def _home(self, pid: int) -> str | None:
+        """Where kernels are bound for process ``pid``: its inferior, or every process."""
+        return self._inferior_of(pid) if self.per_process() else ANY_PROCESS
+
     def _bind_one(self, breakpoint: Breakpoint, pid: int, enabled: bool) -> bool:
-        loaded = catalogue.mapped_library(pid, f"/torch/{catalogue.KERNEL_LIBRARY}")
-        bound = self._bound.setdefault(breakpoint.number, set())
-        per_process = self.per_process()
-        home = self._inferior_of(pid) if per_process else ANY_PROCESS  # where its kernels are bound
-        if loaded is None or home is None or home in bound:
+        loaded = mapped_library(pid, f"/torch/{catalogue.KERNEL_LIBRARY}")
+        home = self._home(pid)
+        if loaded is None or home is None or home in self._bound.setdefault(breakpoint.number, set()):
             return False
         kernels = self._kernels[breakpoint.number]
-        if per_process or self._by_address:
+        if self.per_process() or self._by_address:
             locations = [f"*{loaded[1] + kernel.address:#x}" for kernel in kernels]
         else:
             locations = [f"'{name}'" for name in self._demangle([kernel.symbol for kernel in kernels])]
+        self._insert_targets(breakpoint, home, [kernel.overload for kernel in kernels], locations, enabled)
+        return True
+
+    def _insert_targets(self, breakpoint: Breakpoint, home: str, overloads: list[str], locations: list[str],
+                        enabled: bool) -> None:
+        """Insert one gdb breakpoint per location, each stopping in its overload's kernel."""
+        per_process = self.per_process()
         numbers: list[int] = []
         try:
-            for kernel, location in zip(kernels, locations):
+            for overload, location in zip(overloads, locations):
                 bkpt = self._insert(breakpoint.spec, enabled, location, home if per_process else None)
                 numbers.append(int(bkpt["number"]))
-                self._add_target(breakpoint, numbers[-1], kernel.overload, home)
+                self._add_target(breakpoint, numbers[-1], overload, home)
                 breakpoint.set_locations(numbers[-1], locations_from_mi(bkpt))
         finally:  # those inserted must be dropped at an exec, even if a later one failed
             if per_process and numbers:
                 self._gdb.console(f"mixdbg-kernels {home.lstrip('i')} {' '.join(map(str, numbers))}")
+
+    def _bind_custom(self, breakpoint: Breakpoint, pid: int, enabled: bool) -> bool:
+        """Bind an operator outside aten in process ``pid``, if it has registered there."""
+        home = self._home(pid)
+        if home is None or home in self._bound.get(breakpoint.number, set()):
+            return False
+        targets = self.custom.targets(pid, breakpoint.number)
+        if not targets:
+            return False
+        by_name = not self.per_process() and not self._by_address  # gdb resolves names in each process
+        self._insert_targets(breakpoint, home, [target.overload for target in targets],
+                             [f"'{target.function}'" if by_name else target.location for target in targets], enabled)
+        breakpoint.kernels.update(kernel_keys(targets))
         return True
+
+    def bind_registered(self, pid: int, breakpoints: dict[int, Breakpoint]) -> list[Breakpoint]:
+        """Bind the operator breakpoints outside aten whose operators process ``pid`` has
+        registered already (it was running before gdb attached); those that changed."""
+        return [breakpoint for number in list(self.custom.specs)
+                if (breakpoint := breakpoints.get(number)) is not None and self._bind_custom(breakpoint, pid, True)]
+
+    def arm(self, pid: int, libraries: list[str]) -> None:
+        """At a library-load stop of process ``pid``: if an operator breakpoint outside aten
+        is not bound there yet, look for its operator once the load returns."""
+        home = self._home(pid)
+        if home is not None and any(home not in self._bound.get(number, set()) for number in self.custom.specs):
+            self.custom.arm(pid, libraries)
+
+    def after_load(self, gdb_number: int, breakpoints: dict[int, Breakpoint]) -> list[Breakpoint] | None:
+        """gdb stopped where a library load returned (``arm``): bind what registered; the
+        breakpoints that changed (None: ``gdb_number`` is no such stop)."""
+        pid = self.custom.after_load(gdb_number)
+        return self.bind_registered(pid, breakpoints) if pid is not None else None
 
     def _add_target(self, breakpoint: Breakpoint, gdb_number: int, overload: str, home: str) -> None:
         self._owners[gdb_number] = breakpoint.number
@@ -215,6 +267,7 @@ class OperatorBreakpoints:
     def forget(self, breakpoint: Breakpoint) -> None:
         """``breakpoint`` was deleted: drop what stood behind it."""
         self._kernels.pop(breakpoint.number, None)
+        self.custom.forget(breakpoint.number)
         self._bound.pop(breakpoint.number, None)
         for gdb_number in breakpoint.targets:
             self._owners.pop(gdb_number, None)
@@ -222,9 +275,17 @@ class OperatorBreakpoints:
 
     def argument_names(self, op: str) -> list[str] | None:
         """The parameter names of operator overload ``op`` (from its schema), if known."""
+        custom = self.custom.signature(op)
+        if custom is not None:
+            return custom[0]
         if self._catalogue is None or op not in self._catalogue.schemas:
             return None
         return [argument.name for argument in self._catalogue.schemas[op].arguments]
+
+    def return_type(self, op: str) -> str | None:
+        """The C++ return type of the kernel function an operator outside aten stops in."""
+        custom = self.custom.signature(op)
+        return custom[1] if custom is not None else None
 
     def native_hint(self, spec: BreakSpec, pid: int | None) -> str | None:
         """For a function spec ``at::native::NAME`` naming an operator: the hint that

@@ -45,6 +45,12 @@ def parse_op(text: str) -> OpSpec:
     return OpSpec(match.group("namespace"), match.group("name"), "" if overload == "default" else overload)
 
 
+def is_aten(text: str) -> bool:
+    """Whether operator spec ``text`` names an aten operator (known from the installed
+    torch's files before it runs); others register at run time (``customops``)."""
+    return parse_op(text).namespace == "aten"
+
+
 def _close_matches(catalogue: Catalogue, wanted: str) -> str:
     names = sorted(set(catalogue.operator_names()) | set(catalogue.schemas))
     close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.6)
@@ -55,9 +61,6 @@ def resolve(catalogue: Catalogue, text: str) -> list[Kernel]:
     """The kernel functors to break on for operator spec ``text``; a ``UsageError`` with
     close matches when the installed torch has no such operator."""
     spec = parse_op(text)
-    if spec.namespace != "aten":
-        raise UsageError(f"op:{spec.text}: only aten operators are known (from {catalogue.torch_root})"
-                         + _close_matches(catalogue, f"aten::{spec.name}"))
     overloads = [s for s in catalogue.overloads(spec.name) if spec.overload in (None, s.overload)]
     if not overloads:
         raise UsageError(f"op:{spec.text}: the torch at {catalogue.torch_root} has no such operator"

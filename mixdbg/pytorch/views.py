@@ -38,6 +38,7 @@ class TorchViews:
         self._problem: str | None = None
         self._headers: headers.HeaderIndex | None = None
         self._summarising = False
+        self._printing = False  # gdb's tensor printers have the layout (or why not)
 
     def layout(self, pid: int, python: str) -> dict[str, Any] | None:
         """The debuggee's tensor layout, or None (``problem`` says why)."""
@@ -55,14 +56,21 @@ class TorchViews:
         return self._problem or "torch is not loaded in the debuggee"
 
     def arguments(self, pid: int, python: str, function: str, names: list[str] | None,
-                  returns: str | None = None) -> list[dict[str, Any]] | None:
-        """The innermost frame's decoded arguments when its signature has torch types
-        (None when it has none); a single ``error`` entry when they cannot be decoded."""
-        if not any(kind in function for kind in TORCH_TYPES):
+                  returns: str | None = None, debug_info: bool = False) -> list[dict[str, Any]] | None:
+        """The innermost frame's decoded arguments when they have torch types (None when
+        none has); a single ``error`` entry when they cannot be decoded. ``debug_info``: gdb
+        has the function's (its frame has a source line), which gives the arguments at any
+        line, read as the tensor printers read them; else the signature in ``function``
+        says whether to decode them from registers and memory at its entry."""
+        if not debug_info and not any(kind in function for kind in TORCH_TYPES):
             return None
         found = self.layout(pid, python)
-        if found is None:
+        if debug_info and found is None and self._problem is None:
+            return None  # torch is not loaded in this process: no tensors to show
+        if found is None and not debug_info:
             return [{"error": f"not decoded: {self.problem()}"}]
+        if debug_info:
+            self.prepare_printers(pid, python)
         if names is None and returns is None:
             declaration = self._declaration(pid, function)
             if declaration is not None:
@@ -71,7 +79,7 @@ class TorchViews:
         if "error" in answer:
             why = str(answer["error"])
             return [{"error": why if why.startswith("not decoded") else f"not decoded: {why}"}]
-        decoded: list[dict[str, Any]] = answer["arguments"]
+        decoded: list[dict[str, Any]] | None = answer["arguments"]
         return decoded
 
     def summarise_python_tensors(self, pid: int, python: str) -> None:
@@ -82,6 +90,20 @@ class TorchViews:
         if found is not None:
             ask_gdb(self.gdb, "mixdbg-torch-summaries", {"layout": found})
             self._summarising = True
+
+    def prepare_printers(self, pid: int, python: str) -> None:
+        """Before gdb shows native values: once torch is loaded, hand gdb's tensor printers
+        (``gdb_printers.py``) the layout of this build, or why there is none."""
+        if self._printing:
+            return
+        found = self.layout(pid, python)
+        if found is None and self._problem is None:
+            return  # torch is not loaded yet
+        with tempfile.TemporaryDirectory(prefix="mixdbg-") as directory:
+            request = Path(directory, "layout.json")
+            request.write_text(json.dumps({"layout": found} if found is not None else {"error": self.problem()}))
+            self.gdb.console(f"mixdbg-torch-layout {request}")
+        self._printing = True
 
     def _declaration(self, pid: int, function: str) -> headers.Declaration | None:
         """The header declaration of an ``at::native::`` function (return type, names)."""

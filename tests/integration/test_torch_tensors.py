@@ -76,7 +76,9 @@ def check_cases(result: MixdbgRun) -> None:
     assert len(stops) == 6
     plain, transposed, sliced, ints, bf16, big = (tensors_of(stop) for stop in stops)
     assert plain["self"] == {"dtype": "float32", "shape": [2, 3], "strides": [3, 1], "storage_offset": 0,
-                             "device": "cpu", "values": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], "truncated": False}
+                             "device": "cpu", "values": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], "truncated": False,
+                             "data": plain["self"]["data"]}
+    assert int(plain["self"]["data"], 16) == int(transposed["self"]["data"], 16)
     assert [arg["name"] for arg in stops[0]["arguments"]] == ["self", "other", "alpha"]
     assert stops[0]["arguments"][0]["type"] == "at::Tensor const&"
     assert stops[1]["arguments"][2]["value"] == 2
@@ -134,7 +136,9 @@ def test_prompt_args_and_tensor_address(torch_installed: None, tmp_path: Path) -
         child.sendline("p (void *)$rcx")
         child.expect(r"(0x[0-9a-f]+)\r\n")
         child.sendline(f"tensor {child.match.group(1)}")
-        child.expect(r"float32\[2, 3\] cpu strides \[3, 1\] = \[\[0\., 1\., 2\.\], \[3\., 4\., 5\.\]\]")
+        child.expect(r"tensor float32 \[2, 3\] cpu\r\n  dtype = float32\r\n  shape = \[2, 3\]\r\n"
+                     r"  strides = \[3, 1\]\r\n  storage_offset = 0\r\n  device = cpu\r\n  data = 0x[0-9a-f]+\r\n"
+                     r"  values = \[\[0\., 1\., 2\.\], \[3\., 4\., 5\.\]\]\r\n")
         child.sendline("tensor 0x10")
         child.expect(r"not decoded: memory unreadable[^\r\n]*\r\n")
         child.sendline("delete 1")

@@ -18,9 +18,11 @@ from elftools.elf.sections import SymbolTableSection
 from mixdbg.elfsections import (
     SHT_NOBITS,
     ElfFormatError,
+    build_id,
     dynamic_symbols,
     first_load_bias,
     is_relocated,
+    needed_libraries,
     read_sections,
 )
 
@@ -39,10 +41,15 @@ def _pyelftools_view(path: Path) -> dict[str, tuple[int, int]]:
                 for section in ELFFile(stream).iter_sections() if section.name}
 
 
+def _file(which: str, cext: CExtension) -> Path:
+    """The tests' C extension, libc or the interpreter running the tests."""
+    return {"extension": lambda: cext.library, "libc": _libc,
+            "interpreter": lambda: Path(os.path.realpath(sys.executable))}[which]()
+
+
 @pytest.mark.parametrize("which", ["extension", "libc", "interpreter"])
 def test_sections_are_those_pyelftools_reads(which: str, cext: CExtension) -> None:
-    path = {"extension": lambda: cext.library, "libc": _libc,
-            "interpreter": lambda: Path(os.path.realpath(sys.executable))}[which]()
+    path = _file(which, cext)
     with path.open("rb") as stream:
         ours = read_sections(stream)
     theirs = _pyelftools_view(path)
@@ -79,3 +86,19 @@ def test_an_interpreters_runtime_symbols_and_load_bias_are_those_pyelftools_read
         relocated = elf["e_type"] == "ET_DYN"
         assert (dynamic_symbols(stream, names), first_load_bias(stream), is_relocated(stream)) == \
             (expected, bias, relocated)
+
+
+@pytest.mark.parametrize("which", ["extension", "libc", "interpreter"])
+def test_build_id_and_needed_libraries_are_those_pyelftools_reads(which: str, cext: CExtension) -> None:
+    path = _file(which, cext)
+    with path.open("rb") as stream:
+        elf = ELFFile(stream)
+        note = elf.get_section_by_name(".note.gnu.build-id")
+        expected_id = next((n["n_desc"] for n in note.iter_notes() if n["n_type"] == "NT_GNU_BUILD_ID"), None) \
+            if note is not None else None
+        dynamic = elf.get_section_by_name(".dynamic")
+        expected_needed = [tag.needed for tag in dynamic.iter_tags() if tag.entry.d_tag == "DT_NEEDED"] \
+            if dynamic is not None else []
+    with path.open("rb") as stream:
+        assert build_id(stream) == expected_id
+        assert needed_libraries(stream) == expected_needed
