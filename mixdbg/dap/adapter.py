@@ -24,7 +24,7 @@ from mixdbg.dap import inspection as _inspection  # noqa: F401
 from mixdbg.dap import lifecycle as _lifecycle  # noqa: F401
 from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
-from mixdbg.dap.protocol import ClientGone, Connection, DapError, read_message
+from mixdbg.dap.protocol import BadMessage, ClientGone, Connection, DapError, read_message
 from mixdbg.dap.registry import HANDLERS
 from mixdbg.dap.terminal import TerminalRequest
 from mixdbg.engine.agents import AgentHub
@@ -118,14 +118,33 @@ class Adapter:
     def _read(self, stream: IO[bytes]) -> None:
         try:
             while True:
-                message = read_message(stream)
+                try:
+                    message = read_message(stream)
+                except BadMessage as bad:
+                    self.bad_message(bad)
+                    continue
                 if message.get("type") == "request":
                     self.queue.put(self._action(message))
                 elif message.get("type") == "response":
                     self.connection.response_arrived(message)
         except ClientGone as gone:
             log.info("%s", gone.message)
+            if gone.broken:  # say why the session ends
+                log.warning("mixdbg dap: %s; the session ends", gone.message)
+                self.connection.event("output", {"category": "important",
+                                                 "output": f"mixdbg dap: {gone.message}; the session ends\n"})
             self.queue.put(lambda session: self.client_gone())
+
+    def bad_message(self, bad: BadMessage) -> None:
+        """A message that is not DAP, in sound framing: answered at once (from the reader
+        thread; the connection is thread-safe) and the session goes on. A request with a
+        ``seq`` gets an error response; every bad message is also said in an ``output``
+        event, which editors show (VS Code drops a response it has no request for)."""
+        log.warning("mixdbg dap: %s", bad.message)
+        if bad.seq is not None:
+            self.connection.fail({"seq": bad.seq, "command": bad.command}, bad.message)
+        self.connection.event("output", {"category": "important",
+                                         "output": f"mixdbg dap: ignored {bad.message}\n"})
 
     def _action(self, request: dict[str, Any]) -> Any:
         return lambda session: self.dispatch(request)
