@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 #: The trap's first argument (the mailbox) at its entry.
 FIRST_ARGUMENT = "$x0" if platform.machine() in ("aarch64", "arm64") else "$rdi"
 _LWP = re.compile(r"LWP (\d+)|process (\d+)")
+#: What -var-create says for every expression it cannot evaluate, whatever the reason.
+VAROBJ_REFUSED = "-var-create: unable to create variable object"
 #: How many children of one value are listed at most.
 MAX_CHILDREN = 300
 
@@ -267,7 +269,11 @@ class Inspector:
                                        "expression": expression, "context": context})
             return _python_variable({"name": expression, "value": body.get("result", ""),
                                      "type": body.get("type"), "ref": body.get("ref", 0)})
-        return self._varobj(thread, frame.level or 0, expression, expression)
+        value = self._varobj(thread, frame.level or 0, expression, expression)
+        if value.children is None and value.type is None and value.value.startswith("<"):
+            where = f"frame #{index}, {frame.function}" + (f" at {frame.file}:{frame.line}" if frame.line else "")
+            return Variable(name=expression, value=f"<{value.value[1:-1]} ({where})>")
+        return value
 
     def _at_python_stop(self, thread: int) -> bool:
         return self.stop is not None and self.stop.mailbox is not None and self.stop.thread == thread
@@ -277,12 +283,23 @@ class Inspector:
             raw = self.gdb.command(f"-var-create --thread {thread} --frame {level} - * {mi_quote(expression)}")
         except GdbCommandError as err:
             message = err.gdb_message
+            if message == VAROBJ_REFUSED:  # gdb's reason is behind it: ask as its CLI's print does
+                message = self._evaluation_error(thread, level, expression) or message
             if "may-call-functions" in message:
                 message = calls.refusal(calls.CallSafety(False, message))
             return Variable(name, f"<{message}>")
         self._varobjs.append(str(raw["name"]))
         has = int(raw.get("numchild", "0") or 0) > 0 or raw.get("dynamic") == "1"
         return Variable(name, str(raw.get("value", "")), raw.get("type"), ("var", str(raw["name"])) if has else None)
+
+    def _evaluation_error(self, thread: int, level: int, expression: str) -> str | None:
+        """Why gdb cannot evaluate ``expression`` in that frame, in its CLI's words
+        (``No symbol "total" in current context.``); None if it can after all."""
+        try:
+            self.gdb.command(f"-data-evaluate-expression --thread {thread} --frame {level} {mi_quote(expression)}")
+        except GdbCommandError as err:
+            return err.gdb_message
+        return None
 
 
 def _python_index(stack: MixedStack, index: int) -> int:
