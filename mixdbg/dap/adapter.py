@@ -19,9 +19,11 @@ from typing import IO, Any, Union
 
 from mixdbg import attach
 from mixdbg.dap import breakpoints as _breakpoints  # registers its requests, words breakpoints
+from mixdbg.dap import code as _code  # noqa: F401
 from mixdbg.dap import execution as _execution  # noqa: F401
 from mixdbg.dap import inspection as _inspection  # noqa: F401
 from mixdbg.dap import lifecycle as _lifecycle  # noqa: F401
+from mixdbg.dap import memory as _memory  # noqa: F401
 from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import BadMessage, ClientGone, Connection, DapError, read_message
@@ -61,6 +63,7 @@ class Breakpoints:
     functions: list[tuple[int, int]] = field(default_factory=list)
     dap_id: dict[int, int] = field(default_factory=dict)  # engine number -> DAP id
     function_ids: set[int] = field(default_factory=set)  # DAP ids of function breakpoints
+    instructions: list[tuple[int, int]] = field(default_factory=list)  # the Disassembly view's
 
     def new_id(self) -> int:
         """A fresh DAP breakpoint id."""
@@ -256,6 +259,14 @@ class Adapter:
         """An ``output`` event for the debug console."""
         self.connection.event("output", {"category": category, "output": text if text.endswith("\n")
                                          else text + "\n"})
+
+    def memory_changed(self, reference: str, offset: int, count: int) -> None:
+        """Memory was written: a ``memory`` event for the client's memory views, and an
+        ``invalidated`` one for the values it shows (each when the client takes it)."""
+        if self.client.get("supportsMemoryEvent"):
+            self.connection.event("memory", {"memoryReference": reference, "offset": offset, "count": count})
+        if self.client.get("supportsInvalidatedEvent"):
+            self.connection.event("invalidated", {"areas": ["variables"]})
 
     def resumed(self) -> None:
         """The program runs again: frame and variable ids of the stop are invalid."""

@@ -34,19 +34,23 @@ def _step(adapter: Adapter, arguments: dict[str, Any], kind: str) -> None:
     session = _session(adapter)
     if session.state != "stopped":
         raise DapError("the program is running; steps start from a stop")
+    if arguments.get("granularity") == "instruction" and kind in ("next", "stepIn"):
+        kind += "Instruction"
     adapter.resumed()
     session.step(kind, int(arguments["threadId"]), 0)
 
 
-@request("next")
+@request("next", supportsSteppingGranularity=True)
 def next_(adapter: Adapter, arguments: dict[str, Any]) -> None:
-    """Step over one line, in Python or C/C++."""
+    """Step over one line, in Python or C/C++ (one instruction with ``granularity:
+    instruction`` in a native frame: the Disassembly view's step)."""
     _step(adapter, arguments, "next")
 
 
 @request("stepIn")
 def step_in(adapter: Adapter, arguments: dict[str, Any]) -> None:
-    """Step into the call on this line, across the boundary when it goes there."""
+    """Step into the call on this line, across the boundary when it goes there (one
+    instruction, into calls, with ``granularity: instruction``)."""
     _step(adapter, arguments, "stepIn")
 
 

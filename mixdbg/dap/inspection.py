@@ -189,6 +189,8 @@ def _variable(adapter: Adapter, value: Variable) -> dict[str, Any]:
         result["type"] = value.type
     if value.children is not None:
         result["variablesReference"] = adapter.references.add(("children", value.children))
+    if value.memory is not None and adapter.client.get("supportsMemoryReferences"):
+        result["memoryReference"] = hex(value.memory[1])
     return result
 
 
@@ -270,8 +272,9 @@ def evaluate(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def _result(variable: dict[str, Any]) -> dict[str, Any]:
     result = {"result": variable["value"], "variablesReference": variable["variablesReference"]}
-    if "type" in variable:
-        result["type"] = variable["type"]
+    for key in ("type", "memoryReference"):
+        if key in variable:
+            result[key] = variable[key]
     return result
 
 
@@ -294,7 +297,7 @@ def exception_info(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any
     raise DapError("this stop is not an exception")
 
 
-@request("disassemble", supportsDisassembleRequest=True, supportsSteppingGranularity=False)
+@request("disassemble", supportsDisassembleRequest=True)
 def disassemble(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     """Exactly ``instructionCount`` instructions around ``memoryReference`` (invalid ones
     where memory cannot be read), for frames without source."""

@@ -19,6 +19,7 @@ from mixdbg.engine import agents
 from mixdbg.engine.stepping import StepContext
 from mixdbg.errors import DebuggerError, UsageError
 from mixdbg.gdbmi import GdbCommandError, GdbMi, mi_quote
+from mixdbg.memory import MemoryReadError, ProcMemory
 from mixdbg.proctree import ProcessTree
 from mixdbg.stack import Frame, MixedStack
 from mixdbg.stopview import StopView
@@ -28,6 +29,13 @@ log = logging.getLogger(__name__)
 #: The trap's first argument (the mailbox) at its entry.
 FIRST_ARGUMENT = "$x0" if platform.machine() in ("aarch64", "arm64") else "$rdi"
 _LWP = re.compile(r"LWP (\d+)|process (\d+)")
+#: A pointer's value as gdb prints it (``0x55d0... "text"`` for a char *).
+_ADDRESS = re.compile(r"(?:^|\) )(0x[0-9a-fA-F]+)")
+#: An array type (``char [16]``, ``double [2][3]``).
+_ARRAY = re.compile(r"\[\d+\]$")
+#: Memory is mapped in pages: a range that cannot be read whole is read up to its first
+#: unmapped page.
+PAGE = 4096
 #: What -var-create says for every expression it cannot evaluate, whatever the reason.
 VAROBJ_REFUSED = "-var-create: unable to create variable object"
 #: How many children of one value are listed at most.
@@ -66,6 +74,9 @@ class Variable:
     value: str
     type: str | None = None
     children: tuple[str, Any] | None = None
+    #: Where its bytes are, for a memory view (a pointer's target, an array's first
+    #: element), as ``(pid, address)``; None for other values.
+    memory: tuple[int, int] | None = None
 
 
 class Inspector:
@@ -82,6 +93,8 @@ class Inspector:
         self.stop: StopPoint | None = None
         self._stacks: dict[int, MixedStack] = {}
         self._varobjs: list[str] = []
+        self._varobj_pids: dict[str, int] = {}  # variable object -> the process it reads
+        self._memory_pids: dict[int, int] = {}  # address handed out -> its process
         self._lwps: dict[int, int] = {}
 
     # --- memory -------------------------------------------------------------------------
@@ -96,6 +109,43 @@ class Inspector:
             self.gdb.command(f"-data-write-memory-bytes{group} {address:#x} {data.hex()}")
         except GdbCommandError as err:
             raise DebuggerError(f"cannot write the debuggee's memory at {address:#x}: {err.gdb_message}") from err
+
+    def read_memory(self, pid: int, address: int, count: int) -> tuple[bytes, int]:
+        """Up to ``count`` bytes of process ``pid`` at ``address``, read from
+        ``/proc/PID/mem`` (gdb's round trip costs more than the read), and how many bytes
+        after them could not be read (the rest of the range: from the first unreadable
+        page on, DAP's ``unreadableBytes``)."""
+        self._require_stop("memory")
+        try:
+            reader = ProcMemory(pid)
+        except MemoryReadError as err:
+            raise DebuggerError(str(err)) from err
+        with reader:
+            try:
+                return reader(address, count), 0
+            except MemoryReadError:
+                pass  # part of it is unmapped: the readable pages before it
+            data = b""
+            while len(data) < count:
+                at = address + len(data)
+                size = min(count - len(data), PAGE - at % PAGE)
+                try:
+                    data += reader(at, size)
+                except MemoryReadError:
+                    break
+            return data, count - len(data)
+
+    def memory_process(self, address: int) -> int:
+        """The process whose memory ``address`` was handed out from at this stop (a value
+        shown in a frame of a fork child is in that child), else the stopped one's."""
+        pid = self._memory_pids.get(address)
+        if pid is not None:
+            return pid
+        if self.stop is not None:
+            return self.stop.pid
+        if self.root_pid is None:
+            raise UsageError("no process to read memory from")
+        return self.root_pid
 
     def trapped_mailbox(self, pid: int) -> agents.Mailbox | None:
         """The mailbox the trap was called with in the stopped thread, if an agent's."""
@@ -116,6 +166,12 @@ class Inspector:
         if self.root_pid is None:
             raise UsageError(f"no thread {thread}")
         return self.root_pid
+
+    def inferiors(self) -> list[str | None]:
+        """gdb's inferiors of the followed processes still alive (``[None]``: only gdb's
+        selected one, before the tree knows its processes)."""
+        found: list[str | None] = [p.inferior for p in self.tree.table.live() if not p.quiet]
+        return found or [None]
 
     def threads(self) -> list[ThreadInfo]:
         """Every thread of every followed process, named with its process for people (the
@@ -194,6 +250,8 @@ class Inspector:
             except GdbCommandError as err:
                 log.debug("deleting %s: %s", name, err.gdb_message)
         self._varobjs.clear()
+        self._varobj_pids.clear()
+        self._memory_pids.clear()
 
     def step_context(self, stop: StopPoint | None, thread: int, index: int,
                      native_stop_frame: bool = False) -> StepContext:
@@ -235,12 +293,16 @@ class Inspector:
         except GdbCommandError as err:
             raise DebuggerError(f"members: {err.gdb_message}") from err
         variables = []
+        pid = self._varobj_pids.get(str(handle))
         for child in result.get("children", []):
             raw = child if "name" in child else child.get("child", {})
             self._varobjs.append(str(raw["name"]))
             has = int(raw.get("numchild", "0") or 0) > 0 or raw.get("dynamic") == "1"
+            if pid is not None:
+                self._varobj_pids[str(raw["name"])] = pid
             variables.append(Variable(str(raw.get("exp", "")), str(raw.get("value", "")), raw.get("type"),
-                                      ("var", str(raw["name"])) if has else None))
+                                      ("var", str(raw["name"])) if has else None,
+                                      self._memory_of(pid, raw, None)))
         return variables
 
     def python_locals(self, thread: int, index: int, stack: MixedStack) -> list[Variable]:
@@ -289,8 +351,44 @@ class Inspector:
                 message = calls.refusal(calls.CallSafety(False, message))
             return Variable(name, f"<{message}>")
         self._varobjs.append(str(raw["name"]))
+        pid = self.pid_of(thread)
+        self._varobj_pids[str(raw["name"])] = pid
         has = int(raw.get("numchild", "0") or 0) > 0 or raw.get("dynamic") == "1"
-        return Variable(name, str(raw.get("value", "")), raw.get("type"), ("var", str(raw["name"])) if has else None)
+        return Variable(name, str(raw.get("value", "")), raw.get("type"), ("var", str(raw["name"])) if has else None,
+                        self._memory_of(pid, raw, (thread, level, expression)))
+
+    def _memory_of(self, pid: int | None, raw: dict[str, Any], where: tuple[int, int, str] | None
+                   ) -> tuple[int, int] | None:
+        """Where a variable object's bytes are: a pointer's value, an array's address
+        (asked of gdb: ``&`` of its expression in its frame, ``where``, or of its path)."""
+        if pid is None:
+            return None
+        kind = str(raw.get("type") or "")
+        address = None
+        if kind.endswith("*"):
+            match = _ADDRESS.match(str(raw.get("value", "")))
+            address = int(match.group(1), 16) if match else None
+        elif _ARRAY.search(kind):
+            address = self._array_address(raw, where)
+        if not address:
+            return None
+        self._memory_pids.setdefault(address, pid)
+        return pid, address
+
+    def _array_address(self, raw: dict[str, Any], where: tuple[int, int, str] | None) -> int | None:
+        try:
+            if where is None:
+                path = self.gdb.command(f"-var-info-path-expression {raw['name']}")["path_expr"]
+                value = self.gdb.command("-data-evaluate-expression " + mi_quote(f"&({path})"))["value"]
+            else:
+                thread, level, expression = where
+                value = self.gdb.command(f"-data-evaluate-expression --thread {thread} --frame {level} "
+                                         + mi_quote(f"&({expression})"))["value"]
+        except GdbCommandError as err:
+            log.debug("the address of %s: %s", raw.get("name"), err.gdb_message)
+            return None
+        match = _ADDRESS.search(str(value))
+        return int(match.group(1), 16) if match else None
 
     def _evaluation_error(self, thread: int, level: int, expression: str) -> str | None:
         """Why gdb cannot evaluate ``expression`` in that frame, in its CLI's words

@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 #: The C API module's source, shared with the terminal tests.
 CAPI_SOURCE = HERE.parent / "cext" / "mixdbg_testext.c"
 GEOM_SOURCE = HERE / "native" / "geom.cpp"
+MEMLAB_SOURCE = HERE / "native" / "memlab.c"
 CYTHON_SOURCE = HERE / "native" / "cyloop.pyx"
 #: The driver scripts, copied beside the modules (so ``import geom`` works from them).
 SCRIPTS = HERE / "scripts"
@@ -144,12 +145,22 @@ class NativeSet:
         _check(done, compile_command)
         return NativeModule(name, self.path(f"{name}{self.ext_suffix}"), self.path(source.name), local)
 
+    def _c_module(self, name: str, source: Path) -> NativeModule:
+        """A C API module built from one C file."""
+        return self._build(name, source, [
+            self._compiler("cc"), "-g", "-O0", "-shared", "-fPIC", f"-I{self.include}", source.name,
+            "-o", f"{name}{self.ext_suffix}"])
+
     @cached_property
     def capi(self) -> NativeModule:
         """The C API module ``mixdbg_testext`` (``tests/cext/mixdbg_testext.c``)."""
-        return self._build("mixdbg_testext", CAPI_SOURCE, [
-            self._compiler("cc"), "-g", "-O0", "-shared", "-fPIC", f"-I{self.include}", CAPI_SOURCE.name,
-            "-o", f"mixdbg_testext{self.ext_suffix}"])
+        return self._c_module("mixdbg_testext", CAPI_SOURCE)
+
+    @cached_property
+    def memlab(self) -> NativeModule:
+        """The C API module ``memlab`` (``tests/dap/native/memlab.c``): a buffer, its
+        checksum, a global bumped in a loop."""
+        return self._c_module("memlab", MEMLAB_SOURCE)
 
     @cached_property
     def geom(self) -> NativeModule:

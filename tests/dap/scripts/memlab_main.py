@@ -1,0 +1,25 @@
+"""The memory tests' driver: the checksum of a filled buffer, a counter bumped N times
+(``sys.argv[1]``, default 3), then, with ``fork`` as ``sys.argv[2]``, bumped again in a
+fork child."""
+
+import os
+import sys
+
+import memlab
+from finish import finish
+
+
+def main():
+    times = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    print(f"checksum {memlab.fill()}", flush=True)  # @fill
+    counter = memlab.bump(times)  # @bump_call
+    if len(sys.argv) > 2 and sys.argv[2] == "fork":
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if memlab.bump(2) == counter + 2 else 1)  # @child
+        os.waitpid(pid, 0)
+    finish(f"counter {counter}")
+
+
+if __name__ == "__main__":
+    main()
