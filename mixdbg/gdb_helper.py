@@ -278,6 +278,25 @@ class MixdbgStack(gdb.Command):
         _write(path, result)
 
 
+class MixdbgGlobals(gdb.Command):
+    """mixdbg-globals OUTFILE: the global and file-static variables the selected frame's
+    compile unit sees (its static and global blocks), as JSON: the Globals scope."""
+
+    def __init__(self):
+        super().__init__("mixdbg-globals", gdb.COMMAND_DATA)
+
+    def invoke(self, argument, from_tty):
+        names = []
+        try:
+            block = gdb.selected_frame().block().static_block
+        except RuntimeError:  # no debug info for this frame
+            block = None
+        while block is not None:
+            names += [symbol.print_name for symbol in block if symbol.is_variable and not symbol.is_artificial]
+            block = block.superblock
+        _write(argument.strip(), {"names": sorted(dict.fromkeys(names))})
+
+
 def _read_new_inferiors_libraries(event):
     gdb.execute("set auto-solib-add on", to_string=True)
 
@@ -345,6 +364,7 @@ class MixdbgLocals(gdb.Command):
 
 MixdbgPython()
 MixdbgStack()
+MixdbgGlobals()
 MixdbgLocals()
 MixdbgForkSymbols()
 MixdbgWarm()

@@ -33,6 +33,7 @@ from mixdbg.engine.frames import is_users_frame_record
 from mixdbg.engine.inspect import Inspector, StopPoint
 from mixdbg.engine.pystops import PythonStops
 from mixdbg.engine.stepping import SKIPPED_SOURCES, Stepper
+from mixdbg.engine.watchpoints import Watchpoints
 from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
 from mixdbg.events import Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, MiRecord
@@ -106,6 +107,7 @@ class Session:
         self.table = BreakpointTable(self.gdb, emit, self.tree, self.solibs, self.view.demangle, python,
                                      by_address=follow == FOLLOW_NONE,
                                      attached=lambda: self.state != "detached", pid=lambda: self.pid)
+        self.watchpoints = Watchpoints(self.gdb, self.tree)
         self.last_stop: Stopped | None = None
         self._kicking = False
         self._stalled = 0  # failed resumes in a row
@@ -380,6 +382,9 @@ class Session:
             self.resume()
         elif reason == "breakpoint-hit":
             self._on_breakpoint_hit(payload)
+        elif reason.endswith("watchpoint-trigger"):
+            self._report("data breakpoint", int((payload.get("wpt") or payload.get("hw-rwpt") or payload.get("hw-awpt")
+                                                 or {}).get("number", 0)), None, payload)
         elif reason == "signal-received" and payload.get("signal-name") != "SIGINT":
             self._report("signal", None, str(payload.get("signal-name")), payload)
         elif reason in ("end-stepping-range", "function-finished", "location-reached"):
@@ -476,7 +481,8 @@ class Session:
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name, thread=thread_id,
                           stack=stack_now, op=op, arguments=arguments, pid=pid,
                           process=process.label() if process and process is not self.tree.root else None,
-                          python=python.message if python is not None else None)
+                          python=python.message if python is not None else None,
+                          value=payload.get("value") if reason == "data breakpoint" else None)
         self.last_stop = stopped
         self.emit(stopped)
         if self.auto_continue:

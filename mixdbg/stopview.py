@@ -157,6 +157,10 @@ class StopView:
         names: list[str] = views.ask_gdb(self._gdb, "mixdbg-demangle", {"symbols": symbols})["names"]
         return names
 
+    def global_names(self) -> list[str]:
+        """The global and file-static variables the selected frame's compile unit sees."""
+        return [str(name) for name in self._helper("mixdbg-globals").get("names", [])]
+
     def _helper(self, command: str) -> dict[str, Any]:
         """Run a command of ``gdb_helper.py``; return the JSON document it wrote."""
         fd, name = tempfile.mkstemp(prefix="mixdbg-helper-", suffix=".json")

@@ -29,6 +29,7 @@ from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import BadMessage, ClientGone, Connection, DapError, read_message
 from mixdbg.dap.registry import HANDLERS
 from mixdbg.dap.terminal import TerminalRequest
+from mixdbg.dap.watchpoints import describe_stop
 from mixdbg.engine.agents import AgentHub
 from mixdbg.errors import GdbExitedError, MixdbgError
 from mixdbg.events import (
@@ -46,7 +47,7 @@ from mixdbg.session import Session, SessionEnded
 log = logging.getLogger(__name__)
 
 #: What a stop's reason is called in DAP.
-STOP_REASONS = {"breakpoint": "breakpoint", "step": "step", "signal": "exception", "interrupt": "pause",
+STOP_REASONS = {"data breakpoint": "data breakpoint", "breakpoint": "breakpoint", "step": "step", "signal": "exception", "interrupt": "pause",
                 "entry": "entry", "exception": "exception", "other": "pause"}
 
 Frame = tuple[int, int]  # (thread, index in its mixed stack)
@@ -64,6 +65,7 @@ class Breakpoints:
     dap_id: dict[int, int] = field(default_factory=dict)  # engine number -> DAP id
     function_ids: set[int] = field(default_factory=set)  # DAP ids of function breakpoints
     instructions: list[tuple[int, int]] = field(default_factory=list)  # the Disassembly view's
+    data_ids: set[int] = field(default_factory=set)  # DAP ids of data breakpoints
 
     def new_id(self) -> int:
         """A fresh DAP breakpoint id."""
@@ -286,6 +288,8 @@ class Adapter:
             if all(number in self.breakpoints.function_ids for number in hit):
                 body["reason"] = "function breakpoint"
         description = _describe(event)
+        if event.value is not None and self.session is not None:
+            description = describe_stop(self.session, event.breakpoint, event.value)
         if description:
             body["description"] = description
             body["text"] = description

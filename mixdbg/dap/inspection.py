@@ -134,6 +134,9 @@ def scopes(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     kind = "python-locals" if frame.kind == "python" else "native-locals"
     result.append({"name": "Locals", "presentationHint": "locals", "expensive": False,
                    "variablesReference": adapter.references.add((kind, thread, index))})
+    if frame.kind == "native" and frame.file:  # its source file's globals (read when opened)
+        result.append({"name": "Globals", "presentationHint": "globals", "expensive": True,
+                       "variablesReference": adapter.references.add(("native-globals", thread, index))})
     return {"scopes": result}
 
 
@@ -160,6 +163,10 @@ def variables(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
         except MixdbgError as err:  # no debug info: a library built without -g
             values = [Variable("(no locals)", err.message)]
         found = [_variable(adapter, v) for v in values]
+    elif kind == "native-globals":
+        _, thread, index = reference
+        frame = session.inspect.stack(thread).frames[index]
+        found = [_variable(adapter, v) for v in session.inspect.native_globals(thread, frame.level or 0)]
     elif kind == "children":
         found = [_variable(adapter, v) for v in session.inspect.children(reference[1])]
     elif kind == "values":

@@ -95,6 +95,7 @@ class Inspector:
         self._varobjs: list[str] = []
         self._varobj_pids: dict[str, int] = {}  # variable object -> the process it reads
         self._memory_pids: dict[int, int] = {}  # address handed out -> its process
+        self._varobj_frames: dict[str, tuple[int, int]] = {}  # variable object -> (thread, level)
         self._lwps: dict[int, int] = {}
 
     # --- memory -------------------------------------------------------------------------
@@ -146,6 +147,41 @@ class Inspector:
         if self.root_pid is None:
             raise UsageError("no process to read memory from")
         return self.root_pid
+
+    def lvalue(self, thread: int, level: int, expression: str) -> tuple[int, int, str]:
+        """Where the value of ``expression`` in that frame lives: (address, size in bytes,
+        type), for a data breakpoint; an error when it is not in memory (a register, a
+        constant)."""
+        where = f"-data-evaluate-expression --thread {thread} --frame {level} "
+        try:
+            pointer = str(self.gdb.command(where + mi_quote(f"&({expression})"))["value"])
+            size = int(str(self.gdb.command(where + mi_quote(f"sizeof({expression})"))["value"]).split()[0], 0)
+        except (GdbCommandError, ValueError) as err:
+            reason = err.gdb_message if isinstance(err, GdbCommandError) else str(err)
+            raise UsageError(f"{expression} is not a value in memory: {reason}") from err
+        match = _ADDRESS.search(pointer)
+        if match is None:
+            raise UsageError(f"{expression} is not a value in memory ({pointer})")
+        kind = pointer[1:pointer.index(")")].removesuffix("*").strip() if pointer.startswith("(") else ""
+        return int(match.group(1), 16), size, kind
+
+    def child_expression(self, reference: tuple[str, Any], name: str) -> tuple[int, int, str]:
+        """The frame (thread, level) and expression of member ``name`` of a native value
+        (see ``Variable.children``), as ``lvalue`` takes them."""
+        kind, handle = reference
+        frame = self._varobj_frames.get(str(handle)) if kind == "var" else None
+        if frame is None:
+            raise UsageError("data breakpoints are for C/C++ values")
+        try:
+            listed = self.gdb.command(f"-var-list-children {handle} 0 {MAX_CHILDREN}").get("children", [])
+        except GdbCommandError as err:
+            raise DebuggerError(f"members: {err.gdb_message}") from err
+        for child in listed:
+            raw = child if "name" in child else child.get("child", {})
+            if str(raw.get("exp")) == name:
+                path = self.gdb.command(f"-var-info-path-expression {raw['name']}")["path_expr"]
+                return frame[0], frame[1], str(path)
+        raise UsageError(f"no member {name!r} here")
 
     def trapped_mailbox(self, pid: int) -> agents.Mailbox | None:
         """The mailbox the trap was called with in the stopped thread, if an agent's."""
@@ -252,6 +288,7 @@ class Inspector:
         self._varobjs.clear()
         self._varobj_pids.clear()
         self._memory_pids.clear()
+        self._varobj_frames.clear()
 
     def step_context(self, stop: StopPoint | None, thread: int, index: int,
                      native_stop_frame: bool = False) -> StepContext:
@@ -282,6 +319,16 @@ class Inspector:
         return [self._varobj(thread, level, str(raw["name"]), str(raw["name"]))
                 for raw in result.get("variables", [])]
 
+    def native_globals(self, thread: int, level: int) -> list[Variable]:
+        """The globals and file statics a native frame's source file sees (gdb's DAP shows
+        them as its Globals scope): where "Break When Value Changes" finds a C global."""
+        self.select(thread, level)
+        try:
+            names = self.view.global_names()
+        except GdbCommandError as err:
+            raise DebuggerError(f"globals: {err.gdb_message}") from err
+        return [self._varobj(thread, level, name, name) for name in names[:MAX_CHILDREN]]
+
     def children(self, reference: tuple[str, Any]) -> list[Variable]:
         """The members of a value (see ``Variable.children``)."""
         kind, handle = reference
@@ -300,6 +347,8 @@ class Inspector:
             has = int(raw.get("numchild", "0") or 0) > 0 or raw.get("dynamic") == "1"
             if pid is not None:
                 self._varobj_pids[str(raw["name"])] = pid
+            if str(handle) in self._varobj_frames:
+                self._varobj_frames[str(raw["name"])] = self._varobj_frames[str(handle)]
             variables.append(Variable(str(raw.get("exp", "")), str(raw.get("value", "")), raw.get("type"),
                                       ("var", str(raw["name"])) if has else None,
                                       self._memory_of(pid, raw, None)))
@@ -353,6 +402,7 @@ class Inspector:
         self._varobjs.append(str(raw["name"]))
         pid = self.pid_of(thread)
         self._varobj_pids[str(raw["name"])] = pid
+        self._varobj_frames[str(raw["name"])] = (thread, level)
         has = int(raw.get("numchild", "0") or 0) > 0 or raw.get("dynamic") == "1"
         return Variable(name, str(raw.get("value", "")), raw.get("type"), ("var", str(raw["name"])) if has else None,
                         self._memory_of(pid, raw, (thread, level, expression)))

@@ -65,6 +65,15 @@ class _Lenient(DapSchema):
 MIXDBG, GDB, LLDB = Adapter("mixdbg"), Adapter("gdb"), Adapter("lldb")
 
 
+def close_oracle(client: DapClient) -> None:
+    """End an oracle's session: its own protocol slips at the end (lldb-dap 19 cuts its
+    last message short) are not what is tested."""
+    try:
+        client.close(terminate_debuggee=True)
+    except AssertionError as slip:
+        print(f"the oracle's session ended with: {slip}")
+
+
 def find_variable(client: DapClient, frame_id: int, name: str) -> dict[str, Any]:
     """Variable ``name`` in any scope of a frame (adapters group locals differently)."""
     for scope in client.scopes(frame_id):

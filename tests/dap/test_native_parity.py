@@ -14,7 +14,7 @@ import pytest
 from .client import DapClient
 from .fixtures import DapFactory
 from .natives import NativeSet
-from .oracles import GDB, MIXDBG, Adapter, find_variable, program_output
+from .oracles import GDB, LLDB, MIXDBG, Adapter, close_oracle, find_variable, program_output
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -67,7 +67,11 @@ def memory_session(client: DapClient, adapter: Adapter, natives: NativeSet) -> d
 def test_memory_instruction_step_and_breakable_lines_as_gdbs_own_dap(dap_factory: DapFactory,
                                                                      natives: NativeSet) -> None:
     # Given the same client script against gdb's own DAP and mixdbg dap
-    oracle = memory_session(GDB.client(dap_factory), GDB, natives)
+    client = GDB.client(dap_factory)
+    try:
+        oracle = memory_session(client, GDB, natives)
+    finally:
+        close_oracle(client)
     ours = memory_session(MIXDBG.client(dap_factory), MIXDBG, natives)
     # Then both give the same results
     assert ours == oracle
@@ -79,3 +83,50 @@ def test_memory_instruction_step_and_breakable_lines_as_gdbs_own_dap(dap_factory
     assert ours["printed"] == checksum(WRITTEN) != checksum(bytes(i * 7 + 1 for i in range(16)))
     assert ours["instruction step"] == ("fill", True)
     assert lab.line("bump") in ours["breakable"] and lab.line("after_bump") in ours["breakable"]
+
+
+def watch_session(client: DapClient, adapter: Adapter, natives: NativeSet, stops: int,
+                  *args: str) -> list[tuple[Any, ...]]:
+    """Stop at the start of memlab's ``bump``, watch the global ``memlab_counter`` (Break
+    When Value Changes), continue ``stops`` times: each stop's reason, function, line,
+    process and whether it names the value."""
+    lab = natives.memlab
+    client.launch(adapter.config(natives, "memlab_main.py", *args), breakpoints={lab.source: [lab.line("bump_start")]})
+    thread = client.wait_stopped(timeout=120)["threadId"]
+    frame = client.stack(thread)[0]
+    # as VS Code's Break When Value Changes asks: the variable in its scope (Globals)
+    scope = next(scope for scope in client.scopes(frame["id"])
+                 if any(v["name"] == "memlab_counter" for v in client.variables(scope["variablesReference"])))
+    info = client.request("dataBreakpointInfo", name="memlab_counter",
+                          variablesReference=scope["variablesReference"])["body"]
+    assert info["dataId"], info
+    answer = client.request("setDataBreakpoints", breakpoints=[{"dataId": info["dataId"], "accessType": "write"}])
+    assert answer["body"]["breakpoints"][0]["verified"], (info, answer)
+    client.request("setBreakpoints", source={"path": str(lab.source)}, breakpoints=[])
+    found = []
+    for _ in range(stops):
+        client.request("continue", threadId=thread)
+        stop = client.wait_stopped(timeout=60)
+        thread = stop["threadId"]
+        top = client.stack(thread)[0]
+        names = {t["id"]: t["name"] for t in client.threads()}
+        found.append((stop["reason"], top["name"], top["line"], "pid" in names.get(thread, "") and
+                      names[thread].split("(pid ")[-1].split(")")[0]))
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_watchpoint_stops_where_the_global_changes_as_lldb_dap(dap_factory: DapFactory, natives: NativeSet) -> None:
+    # Given the same client script against lldb-dap (gdb's DAP has no data breakpoints) and mixdbg dap
+    client = LLDB.client(dap_factory)
+    try:
+        oracle = watch_session(client, LLDB, natives, 2)
+    finally:
+        close_oracle(client)
+    ours = watch_session(MIXDBG.client(dap_factory), MIXDBG, natives, 2)
+    # Then both stop twice, as the data breakpoint, in bump, on the same line
+    lab = natives.memlab
+    # (lldb-dap 19 says reason 'breakpoint'; the specification's is 'data breakpoint')
+    assert [stop[1:3] for stop in ours] == [stop[1:3] for stop in oracle]
+    assert [stop[:2] for stop in ours] == [("data breakpoint", "bump")] * 2
+    assert ours[0][2] in (lab.line("bump"), lab.line("after_bump"))
