@@ -21,6 +21,7 @@ import os
 import queue
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Union
@@ -34,7 +35,7 @@ from mixdbg.engine.inspect import Inspector, StopPoint
 from mixdbg.engine.pystops import PythonStops
 from mixdbg.engine.stepping import SKIPPED_SOURCES, Stepper
 from mixdbg.engine.watchpoints import Watchpoints
-from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
+from mixdbg.errors import DebuggerError, GdbExitedError, MixdbgError, UsageError
 from mixdbg.events import Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, MiRecord
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
@@ -49,6 +50,8 @@ QueueItem = Union[MiRecord, None, Action]
 HELPER_SCRIPT = Path(__file__).with_name("gdb_helper.py")
 TORCH_GDB_COMMANDS = Path(__file__).with_name("pytorch") / "gdb_commands.py"
 CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL"})
+#: How long a new process waits for its data breakpoints (it is held meanwhile).
+WATCH_NEW_PROCESS_TIMEOUT = 5.0
 #: Time allowed for gdb to report a stop after an interrupt, and to detach.
 STOP_TIMEOUT = 10.0
 #: After gdb died: how long to watch the debuggee before saying it runs on.
@@ -108,6 +111,8 @@ class Session:
                                      by_address=follow == FOLLOW_NONE,
                                      attached=lambda: self.state != "detached", pid=lambda: self.pid)
         self.watchpoints = Watchpoints(self.gdb, self.tree)
+        #: New processes whose watches wait for the next stop (one we make: ``watch_new_process``).
+        self._watch_pending: list[tuple[int, threading.Event]] = []
         self.last_stop: Stopped | None = None
         self._kicking = False
         self._stalled = 0  # failed resumes in a row
@@ -115,6 +120,8 @@ class Session:
         self.hub = hub
         self._trap: int | None = None
         self.inspect = Inspector(self.gdb, self.view, self.tree, hub, self._agent_request)
+        if hub is not None:
+            hub.before_welcome = self.watch_new_process
         self.python = PythonStops(self.gdb, hub, self.inspect,
                                   lambda: set(self.tree.live_pids()) | ({self.pid} if self.pid else set()))
         self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume,
@@ -364,8 +371,41 @@ class Session:
         if self.state in ("running", "stopped") and self.tree.root in self.tree.reconcile():
             self._finish(None, None)
 
+    def watch_new_process(self, pid: int) -> None:
+        """A new process's agent says hello (a fork child, held until it is welcomed): with
+        data breakpoints set, the tree is stopped, they are set in that process too, and it
+        runs on. Called on the agents' thread; waits for the session's (5 s at most)."""
+        if not self.watchpoints.watches or pid == self.pid:
+            return
+        done = threading.Event()
+
+        def watch(session: Session) -> None:
+            self._watch_pending.append((pid, done))
+            if self.state == "stopped":
+                self._add_pending_watches()
+            elif self.state == "running" and not self._kicking:
+                self._kicking = True  # a stop of ours: resumed once the watches are in
+                self.gdb.command("-exec-interrupt")
+        self.queue.put(watch)
+        if not done.wait(WATCH_NEW_PROCESS_TIMEOUT):
+            log.warning("the data breakpoints could not be set in PID %d before it ran on", pid)
+
+    def _add_pending_watches(self) -> None:
+        pending, self._watch_pending = self._watch_pending, []
+        for pid, done in pending:
+            inferior = self.tree.inferior_of(pid)
+            try:
+                if inferior is not None:
+                    self.watchpoints.add_process(inferior, self.stop.thread if self.stop else None)
+            except MixdbgError as err:
+                log.warning("data breakpoints in PID %d: %s", pid, err.message)
+            finally:
+                done.set()
+
     def _on_stopped(self, payload: dict[str, Any], reporting: bool) -> None:
         reason = payload.get("reason", "")
+        if self._watch_pending and not reason.startswith("exited"):
+            self._add_pending_watches()
         if reason.startswith("exited"):
             self._on_exit_stop(reason, payload, reporting)
         elif reason == "solib-event":  # libraries loaded: read those breakpoints can be in, bind, go on

@@ -130,3 +130,13 @@ def test_watchpoint_stops_where_the_global_changes_as_lldb_dap(dap_factory: DapF
     assert [stop[1:3] for stop in ours] == [stop[1:3] for stop in oracle]
     assert [stop[:2] for stop in ours] == [("data breakpoint", "bump")] * 2
     assert ours[0][2] in (lab.line("bump"), lab.line("after_bump"))
+
+
+def test_watchpoint_in_a_fork_child(dap_factory: DapFactory, natives: NativeSet) -> None:
+    # Given a watch on the global set in the parent (lldb-dap follows no fork: mixdbg alone)
+    ours = watch_session(MIXDBG.client(dap_factory), MIXDBG, natives, 5, "3", "fork")
+    # Then the parent's three changes stop, then the fork child's two, in the child
+    assert [stop[:2] for stop in ours] == [("data breakpoint", "bump")] * 5
+    parent, child = ours[0][3], ours[3][3]
+    assert parent and child and parent != child
+    assert [stop[3] for stop in ours] == [parent] * 3 + [child] * 2
