@@ -188,10 +188,11 @@ class GdbMi:
     def set_modes(self) -> None:
         """Put a started gdb in the mode mixdbg relies on. mi-async first: it is what lets
         gdb detach on its own when we die (see ``start``). Python ignores SIGPIPE itself;
-        gdb's default would stop on every one."""
+        gdb's default would stop on every one. Variable objects use pretty printers (libstdc++'s,
+        loaded per library by ``gdb_helper``)."""
         for command in ("-gdb-set mi-async on", "-gdb-set pagination off", "-gdb-set confirm off",
                         "-gdb-set style enabled off", "-gdb-set breakpoint pending on",
-                        "-gdb-set print thread-events off",
+                        "-gdb-set print thread-events off", "-enable-pretty-printing",
                         '-interpreter-exec console "handle SIGPIPE nostop noprint pass"'):
             self.command(command)
 

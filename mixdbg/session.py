@@ -193,6 +193,16 @@ class Session:
             self.table.bind_operators(pid)
             self.view.warm(pid)
 
+    def _load_printers(self, added: list[str]) -> None:
+        """Each libstdc++ the program maps brings its own pretty printers and xmethods
+        (``gdb_helper``'s ``mixdbg-libstdcxx``): std::vector indexes in expressions."""
+        for path in added:
+            if "libstdc++.so" in path:
+                try:
+                    self.gdb.console(f"mixdbg-libstdcxx {path}")
+                except GdbCommandError as err:
+                    log.info("libstdc++ printers of %s: %s", path, err.gdb_message)
+
     def enable_breakpoints(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up), read
         the symbols its start-up needed, and follow the debuggee's children from now on."""
@@ -411,6 +421,7 @@ class Session:
         elif reason == "solib-event":  # libraries loaded: read those breakpoints can be in, bind, go on
             self.solibs.on_load(added_libraries(payload), [b.spec for b in self.table.items.values()],
                                  self.table.ops.kernel_library())
+            self._load_printers(added_libraries(payload))
             self._on_library_load(payload)
             self.resume()
         elif not reporting:
