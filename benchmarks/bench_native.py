@@ -1,7 +1,7 @@
 """Benchmark: the native requests of ``mixdbg dap`` (issue 23), each against gdb's own DAP
 (``gdb -i dap``, the same gdb) in the same run, on memlab (``tests/dap/native/memlab.c``):
 
-1. ``readMemory`` of 64 KiB at a stop (the memory view's page): median of 20 reads;
+1. ``readMemory`` of 64 KiB at a stop (memlab's ``memlab_block``): median of 20 reads;
 2. a data breakpoint in a loop of 10,000 iterations: the watch (on a global written every
    iteration, with a condition true only at the last) set, then ``continue`` to its stop
    (gdb's DAP has no data breakpoints: the same watchpoint through its console);
@@ -60,12 +60,10 @@ def read_64k(adapter: Adapter, factory: _Factory, natives: NativeSet) -> float:
     """Median seconds of a 64 KiB readMemory at the stack pointer's page."""
     client, _, frame, _ = stopped(adapter, factory, natives, "filled")
     try:
-        pointer = next(v for s in client.scopes(frame["id"]) if not s["name"].lower().startswith("reg")
-                       for v in client.variables(s["variablesReference"]) if v["name"] == "bytes")
-        base = int(pointer["memoryReference"], 16) & ~0xFFFF
+        block = client.evaluate("(unsigned char *) memlab_block", frame["id"], "watch")
         times = []
         for _ in range(20):
-            answer = client.request("readMemory", memoryReference=hex(base), count=65536)
+            answer = client.request("readMemory", memoryReference=block["memoryReference"], count=65536)
             times.append(client.elapsed(answer))
         return statistics.median(times)
     finally:

@@ -25,13 +25,17 @@ if TYPE_CHECKING:
 _LIBRARY_PARTS = ("/lib/python3", "/site-packages/", "/dist-packages/")
 
 
-def _stopped(adapter: Adapter) -> Session:
+def stopped_session(adapter: Adapter) -> Session:
+    """The session, stopped: else a one-line error (no program, or it runs)."""
     session = adapter.session
     if session is None or adapter.ended:
         raise DapError("no program is being debugged")
     if session.state != "stopped":
         raise DapError("the program is running; this needs it stopped (pause it first)")
     return session
+
+
+_stopped = stopped_session
 
 
 @request("threads")

@@ -9,9 +9,9 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
+from mixdbg.dap.inspection import stopped_session
 from mixdbg.dap.protocol import DapError
 from mixdbg.dap.registry import request
-from mixdbg.session import Session
 
 if TYPE_CHECKING:
     from mixdbg.dap.adapter import Adapter
@@ -20,13 +20,7 @@ if TYPE_CHECKING:
 MAX_READ = 16 << 20
 
 
-def _stopped(adapter: Adapter) -> Session:
-    session = adapter.session
-    if session is None or adapter.ended:
-        raise DapError("no program is being debugged")
-    if session.state != "stopped":
-        raise DapError("the program is running; memory is read while it is stopped (pause it first)")
-    return session
+_stopped = stopped_session
 
 
 def _address(arguments: dict[str, Any]) -> tuple[int, int]:

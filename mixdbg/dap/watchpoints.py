@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mixdbg.dap.inspection import stopped_session
 from mixdbg.dap.protocol import DapError
 from mixdbg.dap.registry import request
 from mixdbg.engine.watchpoints import ACCESS_OPTIONS, Watch, WatchSpec
@@ -21,13 +22,7 @@ ACCESS_TYPES = list(ACCESS_OPTIONS)
 SIZED_TYPES = {1: "unsigned char", 2: "short", 4: "int", 8: "long"}
 
 
-def _stopped(adapter: Adapter) -> Session:
-    session = adapter.session
-    if session is None or adapter.ended:
-        raise DapError("no program is being debugged")
-    if session.state != "stopped":
-        raise DapError("the program is running; data breakpoints are set from a stop (pause it first)")
-    return session
+_stopped = stopped_session
 
 
 def _where(adapter: Adapter, session: Session, arguments: dict[str, Any]) -> tuple[int, int, str]:

@@ -7,6 +7,7 @@
 
 long memlab_counter = 0;
 long memlab_last = -1;
+unsigned char memlab_block[65536]; /* a memory view's page (benchmarks) */
 
 static long checksum(const unsigned char *data, long size)
 {
