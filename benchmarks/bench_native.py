@@ -4,10 +4,10 @@
 1. ``readMemory`` of 64 KiB at a stop (memlab's ``memlab_block``): median of 20 reads;
 2. a data breakpoint in a loop of 10,000 iterations: the watch (on a global written every
    iteration, with a condition true only at the last) set, then ``continue`` to its stop
-   (gdb's DAP has no data breakpoints: the same watchpoint through its console);
-3. the first stop fully shown: launch -> the stop, then ``stackTrace``, ``scopes``,
-   ``variables`` (Locals) and an ``evaluate`` there, as an editor asks at a first stop;
-   the peer's (Seam's) figure: 511 ms to the stop, 536 ms fully shown.
+   (gdb's DAP has no data breakpoints: the same watchpoint through its console).
+
+The first stop fully shown, the third benchmark of issue 23, is ``bench_dap.py``'s (on the
+pybind11 program the peer was measured on, against gdb's own DAP too).
 
 Medians over ``--runs`` sessions. Usage: python benchmarks/bench_native.py [--runs N]
 """
@@ -26,25 +26,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from dap.client import DapClient
 from dap.natives import NativeSet
-from dap.oracles import GDB, MIXDBG, Adapter
+from dap.oracles import GDB, MIXDBG, Adapter, ScriptClients
 from dap.schema import SCHEMA_PATH, DapSchema
 
-PEER_STOP, PEER_SHOWN = 0.511, 0.536
 LOOP = 10_000
 
 
-class _Factory:
-    """What ``Adapter.client`` asks of the tests' DapFactory: a client per command."""
-
-    def __init__(self, work: Path, schema: DapSchema) -> None:
-        self.workdir, self.schema = work, schema
-
-    def __call__(self, command: list[str] | None = None, timeout: float = 60.0) -> DapClient:
-        return DapClient.spawn(command or [sys.executable, "-m", "mixdbg", "dap"], self.workdir, self.schema,
-                               timeout=timeout)
-
-
-def stopped(adapter: Adapter, factory: _Factory, natives: NativeSet, marker: str,
+def stopped(adapter: Adapter, factory: ScriptClients, natives: NativeSet, marker: str,
             *args: str) -> tuple[DapClient, int, dict[str, Any], float]:
     """A session stopped at memlab.c's ``marker``: client, thread, top frame, seconds to the stop."""
     lab = natives.memlab
@@ -56,7 +44,7 @@ def stopped(adapter: Adapter, factory: _Factory, natives: NativeSet, marker: str
     return client, thread, client.stack(thread)[0], spent
 
 
-def read_64k(adapter: Adapter, factory: _Factory, natives: NativeSet) -> float:
+def read_64k(adapter: Adapter, factory: ScriptClients, natives: NativeSet) -> float:
     """Median seconds of a 64 KiB readMemory at the stack pointer's page."""
     client, _, frame, _ = stopped(adapter, factory, natives, "filled")
     try:
@@ -70,7 +58,7 @@ def read_64k(adapter: Adapter, factory: _Factory, natives: NativeSet) -> float:
         client.close(terminate_debuggee=True)
 
 
-def watch_loop(adapter: Adapter, factory: _Factory, natives: NativeSet) -> float:
+def watch_loop(adapter: Adapter, factory: ScriptClients, natives: NativeSet) -> float:
     """Seconds from ``continue`` to the stop of a watch that the loop's last iteration fires."""
     client, thread, frame, _ = stopped(adapter, factory, natives, "bump_start", str(LOOP))
     try:
@@ -88,24 +76,6 @@ def watch_loop(adapter: Adapter, factory: _Factory, natives: NativeSet) -> float
         client.close(terminate_debuggee=True)
 
 
-def first_stop(adapter: Adapter, factory: _Factory, natives: NativeSet) -> tuple[float, float]:
-    """Seconds from launch to the first stop, and to it fully shown (stack, scopes, locals,
-    an evaluate)."""
-    client, thread, frame, to_stop = stopped(adapter, factory, natives, "filled")
-    try:
-        spent = 0.0
-        spent += client.elapsed(client.request("stackTrace", threadId=thread, startFrame=0, levels=20))
-        scopes = client.request("scopes", frameId=frame["id"])
-        spent += client.elapsed(scopes)
-        spent += client.elapsed(client.request("variables",
-                                               variablesReference=scopes["body"]["scopes"][0]["variablesReference"]))
-        spent += client.elapsed(client.request("evaluate", expression="bytes[3] + 1", frameId=frame["id"],
-                                               context="watch"))
-        return to_stop, to_stop + spent
-    finally:
-        client.close(terminate_debuggee=True)
-
-
 def main() -> None:
     """Run each measurement for mixdbg dap and gdb's own DAP; print ratios."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -116,22 +86,17 @@ def main() -> None:
         work = Path(directory)
         natives = NativeSet(sys.executable, work / "natives")
         natives.memlab  # noqa: B018 - built before anything is timed
-        factory = _Factory(work, schema)
+        factory = ScriptClients(work, schema)
         results: dict[str, dict[str, list[float]]] = {"mixdbg": {}, "gdb": {}}
         for _ in range(args.runs):
             for adapter in (MIXDBG, GDB):
                 found = results[adapter.name]
                 found.setdefault("readMemory 64 KiB", []).append(read_64k(adapter, factory, natives))
                 found.setdefault(f"watch, {LOOP} iterations", []).append(watch_loop(adapter, factory, natives))
-                stop, shown = first_stop(adapter, factory, natives)
-                found.setdefault("launch -> first stop", []).append(stop)
-                found.setdefault("first stop fully shown", []).append(shown)
         for what in results["mixdbg"]:
             ours, gdb = (statistics.median(results[name][what]) for name in ("mixdbg", "gdb"))
-            peer = {"launch -> first stop": PEER_STOP, "first stop fully shown": PEER_SHOWN}.get(what)
-            peer_text = f"   peer {peer * 1000:.0f} ms ({ours / peer:.2f}x)" if peer else ""
             print(f"{what:<28} mixdbg {ours * 1000:8.1f} ms   gdb -i dap {gdb * 1000:8.1f} ms "
-                  f"({ours / gdb:.2f}x){peer_text}", flush=True)
+                  f"({ours / gdb:.2f}x)", flush=True)
 
 
 if __name__ == "__main__":

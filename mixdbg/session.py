@@ -23,7 +23,6 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Union
 
 from mixdbg import attach, calls, ptrace, stack
@@ -31,6 +30,7 @@ from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.engine import agents
 from mixdbg.engine.breakpoint_table import BreakpointTable
 from mixdbg.engine.frames import is_users_frame_record
+from mixdbg.engine.gdb_boot import GdbAhead, prepare
 from mixdbg.engine.inspect import Inspector, StopPoint
 from mixdbg.engine.pystops import PythonStops
 from mixdbg.engine.stepping import SKIPPED_SOURCES, Stepper
@@ -47,8 +47,6 @@ log = logging.getLogger(__name__)
 Action = Callable[["Session"], None]
 QueueItem = Union[MiRecord, None, Action]
 
-HELPER_SCRIPT = Path(__file__).with_name("gdb_helper.py")
-TORCH_GDB_COMMANDS = Path(__file__).with_name("pytorch") / "gdb_commands.py"
 CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL"})
 #: How long a new process waits for its data breakpoints (it is held meanwhile).
 WATCH_NEW_PROCESS_TIMEOUT = 5.0
@@ -89,13 +87,15 @@ class Session:
                  gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
                  python: str | None = None, follow: str = FOLLOW_PYTHON,
                  hub: agents.AgentHub | None = None,
-                 items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True) -> None:
+                 items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True,
+                 ahead: GdbAhead | None = None) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.all_threads = all_threads
         self.eager_stacks = eager_stacks
         self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
-        self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
+        self._ahead = ahead  # a gdb started before the session, records to ``items``
+        self.gdb = ahead.gdb if ahead is not None else GdbMi(on_record=self.queue.put, gdb=gdb)
         self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
         self.tree = ProcessTree(self.gdb, emit, follow,
                                 workers.worker_id_reader(self.view.python_frames, self.view.frame_locals))
@@ -145,13 +145,15 @@ class Session:
     def start_gdb(self, while_gdb_boots: Callable[[], None] | None = None) -> None:
         """Start gdb and put it in the mode mixdbg relies on; ``while_gdb_boots`` runs
         between gdb's start and its first command (launching the debuggee meanwhile saves
-        one of the two start-ups: 80-90 ms each)."""
-        self.gdb.start()
+        one of the two start-ups: 80-90 ms each). A gdb started ahead is only waited for."""
+        if self._ahead is None:
+            self.gdb.start()
         if while_gdb_boots is not None:
             while_gdb_boots()
-        self.gdb.set_modes()
-        self.gdb.console(f"source {HELPER_SCRIPT}")
-        self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
+        if self._ahead is None:
+            prepare(self.gdb)
+        else:
+            self._ahead.ready()
         self.call_safety = calls.guard(self.gdb)
         for pattern in SKIPPED_SOURCES:
             self.gdb.console(f"skip -gfile {pattern}")

@@ -31,6 +31,7 @@ from mixdbg.dap.registry import HANDLERS
 from mixdbg.dap.terminal import TerminalRequest
 from mixdbg.dap.watchpoints import describe_stop
 from mixdbg.engine.agents import AgentHub
+from mixdbg.engine.gdb_boot import GdbAhead
 from mixdbg.errors import GdbExitedError, MixdbgError
 from mixdbg.events import (
     BreakpointChanged,
@@ -97,6 +98,8 @@ class Adapter:
         self.breakpoints = Breakpoints()
         self.python_breakpoints: dict[str, list[dict[str, Any]]] = {}
         self.terminate_on_end = False
+        #: A gdb started at ``initialize``, for the session's launch or attach to take.
+        self.gdb_ahead: GdbAhead | None = None
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -223,6 +226,8 @@ class Adapter:
     def close(self) -> None:
         """After the last request: nothing of ours may outlive the adapter but the debuggee."""
         self.end_session()
+        if self.gdb_ahead is not None:
+            self.gdb_ahead.discard()
 
     # --- what the engine says -------------------------------------------------------------
 

@@ -3,6 +3,7 @@ attach, configurationDone, disconnect, terminate."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from mixdbg.dap.protocol import DapError
 from mixdbg.dap.registry import CAPABILITIES, request
 from mixdbg.dap.terminal import TerminalRequest
 from mixdbg.engine.agents import AgentHub
+from mixdbg.engine.gdb_boot import GdbAhead
 from mixdbg.proctree import FOLLOW_NONE
 from mixdbg.session import Session
 
@@ -44,13 +46,19 @@ EXCEPTION_FILTERS = [
 @request("initialize", supportsConfigurationDoneRequest=True, supportTerminateDebuggee=True,
          supportsTerminateRequest=True, exceptionBreakpointFilters=EXCEPTION_FILTERS)
 def initialize(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Remember what the client can do; say what mixdbg can."""
+    """Remember what the client can do; say what mixdbg can. A launch or attach follows:
+    gdb starts now (``GdbAhead``), and the launch's argument checker is imported meanwhile
+    (jsonschema: 90-230 ms, measured on 2 loaded cores)."""
     adapter.client = arguments
+    if adapter.gdb_ahead is None:
+        adapter.gdb_ahead = GdbAhead(adapter.queue.put)
+        threading.Thread(target=importlib.import_module, args=("jsonschema",), name="import-jsonschema",
+                         daemon=True).start()
     return dict(CAPABILITIES)
 
 
 def _checked(kind: str, arguments: dict[str, Any]) -> None:
-    import jsonschema  # here: importing it costs every other mixdbg command 40 ms
+    import jsonschema  # here (imported ahead by initialize): it costs every other mixdbg command 40 ms
 
     try:
         jsonschema.validate(arguments, CONFIGURATION[kind])
@@ -70,10 +78,11 @@ def _target(arguments: dict[str, Any]) -> attach.Target:
 
 def _new_session(adapter: Adapter, arguments: dict[str, Any], python: str, hub: AgentHub | None,
                  while_gdb_boots: Callable[[], None] | None = None) -> Session:
-    session = Session(adapter.on_event, auto_continue=False, gdb=arguments.get("gdb"), python=python,
+    gdb = arguments.get("gdb")
+    session = Session(adapter.on_event, auto_continue=False, gdb=gdb, python=python,
                       max_frames=MAX_FRAMES,
                       follow=str(arguments.get("follow", "python")), hub=hub, items=adapter.queue,
-                      eager_stacks=False)
+                      eager_stacks=False, ahead=adapter.gdb_ahead.take(gdb) if adapter.gdb_ahead else None)
     adapter.session = session
     session.start_gdb(while_gdb_boots)
     return session
@@ -91,6 +100,8 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
     attach.check_target(target, cwd)
     python = str(arguments.get("python") or sys.executable)
     if arguments.get("noDebug"):
+        if adapter.gdb_ahead is not None:
+            adapter.gdb_ahead.discard()
         _run_without_debugging(adapter, arguments, target, cwd, python)
         return
     adapter.hub = AgentHub(adapter.agent_message)

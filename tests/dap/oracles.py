@@ -65,6 +65,19 @@ class _Lenient(DapSchema):
 MIXDBG, GDB, LLDB = Adapter("mixdbg"), Adapter("gdb"), Adapter("lldb")
 
 
+class ScriptClients:
+    """Clients of new adapters for the benchmark scripts, as ``Adapter.client`` asks a
+    ``DapFactory`` for them, without its logs (writing them costs time being measured)."""
+
+    def __init__(self, workdir: Path, schema: DapSchema) -> None:
+        self.workdir, self.schema = workdir, schema
+
+    def __call__(self, command: list[str] | None = None, timeout: float = 60.0) -> DapClient:
+        """A client of a new adapter (``mixdbg dap`` unless ``command`` is given)."""
+        return DapClient.spawn(command or [sys.executable, "-m", "mixdbg", "dap"], self.workdir, self.schema,
+                               timeout=timeout)
+
+
 def close_oracle(client: DapClient) -> None:
     """End an oracle's session: its own protocol slips at the end (lldb-dap 19 cuts its
     last message short) are not what is tested."""
