@@ -19,9 +19,7 @@ import errno
 import logging
 import os
 import re
-import shutil
 import signal
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -528,7 +526,12 @@ def _run_sudo(argv: list[str], stdin_text: str | None, timeout: float) -> str | 
 
     ``-n`` makes sudo fail instead of asking; its own session has no controlling terminal, so
     it cannot open /dev/tty either; the whole group is killed when ``timeout`` passes.
+    (Imported here: the debuggee imports this module, and shutil and subprocess would load
+    six extension modules into it, zlib, bz2, lzma among them.)
     """
+    import shutil
+    import subprocess
+
     sudo = shutil.which("sudo")
     if sudo is None:
         return "we are not root and sudo is not installed"

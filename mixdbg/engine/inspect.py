@@ -162,8 +162,20 @@ class Inspector:
         match = _ADDRESS.search(pointer)
         if match is None:
             raise UsageError(f"{expression} is not a value in memory ({pointer})")
-        kind = pointer[1:pointer.index(")")].removesuffix("*").strip() if pointer.startswith("(") else ""
-        return int(match.group(1), 16), size, kind
+        return int(match.group(1), 16), size, self._type_of(where.replace("-data-evaluate-expression", "-var-create"),
+                                                            expression)
+
+    def _type_of(self, create: str, expression: str) -> str:
+        """The type of ``expression`` as gdb names it ('' if it cannot say): a pointer to a
+        global prints without its type (``0x... <memlab_last>``), so it is asked of a
+        variable object. A watch then compares values of that type, not bytes."""
+        try:
+            made = self.gdb.command(f"{create}- * {mi_quote(expression)}")
+        except GdbCommandError as err:
+            log.info("the type of %s: %s", expression, err.gdb_message)
+            return ""
+        self.gdb.command(f"-var-delete {made['name']}")
+        return str(made.get("type", ""))
 
     def child_expression(self, reference: tuple[str, Any], name: str) -> tuple[int, int, str]:
         """The frame (thread, level) and expression of member ``name`` of a native value
