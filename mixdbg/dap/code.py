@@ -74,20 +74,23 @@ def set_instruction_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> 
 
 @request("modules", supportsModulesRequest=True)
 def modules(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The libraries of every followed process (each once: a fork child maps its parent's),
-    with whether gdb has read their symbols and where their debug info is."""
+    """At a Python stop, the program's imported Python modules (as debugpy describes them:
+    name, path, version); then the libraries of every followed process (each once: a fork
+    child maps its parent's), with whether gdb has read their symbols and where their
+    debug info is."""
     session = _session(adapter)
-    seen: dict[str, dict[str, Any]] = {}
+    found = [{"id": f"python:{module['name']}", **module} for module in session.inspect.python_modules() or []]
+    seen: set[str] = set()
     for inferior in session.inspect.inferiors():
         for library in code_map.libraries(session.gdb, inferior):
             if not library.path or library.path in seen:
                 continue
-            seen[library.path] = {
+            seen.add(library.path)
+            found.append({
                 "id": library.path, "name": Path(library.path).name, "path": library.path,
                 "symbolStatus": ("symbols read" if library.symbols_read else "symbols not read yet")
                 + (f"; {library.debug_info}" if library.debug_info else ""),
-                "addressRange": library.address_range}
-    found = list(seen.values())
+                "addressRange": library.address_range})
     start = int(arguments.get("startModule") or 0)
     count = int(arguments.get("moduleCount") or 0) or len(found)
     return {"modules": found[start:start + count], "totalModules": len(found)}

@@ -398,6 +398,14 @@ class Inspector:
             return Variable(name=expression, value=f"<{value.value[1:-1]} ({where})>")
         return value
 
+    def python_modules(self) -> list[dict[str, str]] | None:
+        """The stopped program's imported Python modules (name, path, version), asked of the
+        agent at a Python stop; None at a native stop (the interpreter is frozen there and
+        its ``sys.modules`` is not read from memory yet)."""
+        if self.stop is None or self.stop.mailbox is None:
+            return None
+        return [dict(raw) for raw in self.agent_request({"command": "modules"}).get("modules", [])]
+
     def _at_python_stop(self, thread: int) -> bool:
         return self.stop is not None and self.stop.mailbox is not None and self.stop.thread == thread
 

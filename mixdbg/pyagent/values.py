@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import os
 import re
 import reprlib
 import sys
@@ -184,6 +185,23 @@ def interpolate(message: str, frame: FrameType) -> str:
     return re.sub(r"\{([^{}]+)\}", value, message)
 
 
+def loaded_modules() -> list[dict[str, str]]:
+    """The program's imported modules that come from a file, as debugpy describes a module:
+    name, path and, where the module has one, its ``__version__`` (mixdbg's agent's own left
+    out)."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or name.startswith("_mixdbg_agent"):
+            continue
+        entry = {"name": name, "path": os.path.abspath(path)}
+        version = getattr(module, "__version__", None)
+        if isinstance(version, (str, int, float)):
+            entry["version"] = str(version)
+        found.append(entry)
+    return found
+
+
 class StopSession:
     """The requests served at one stop of one thread."""
 
@@ -218,6 +236,8 @@ class StopSession:
             if not is_value:
                 return {"result": "", "type": "", "ref": 0}
             return {"result": safe_repr(value), "type": type_name(value), "ref": self._ref(value)}
+        if name == "modules":
+            return {"modules": loaded_modules()}
         raise ValueError(f"unknown command {name!r}")
 
     def _frame(self, command: dict[str, Any]) -> FrameType:
