@@ -130,6 +130,7 @@ class Session:
         self._reply: dict[str, Any] | None = None
         self._released = False  # the gate just opened: see release
         self._deferred: list[Action] = []
+        self._alone = False  # gdb's scheduler-locking is on: see run_alone
 
     @property
     def stop(self) -> StopPoint | None:
@@ -240,6 +241,26 @@ class Session:
                 log.info("gdb could resume no followed process yet; retrying")
                 self._stalled = 1
             self.state = "running"
+
+    def run_alone(self, thread: int | None) -> None:
+        """Let ``thread`` alone run until the next stop (gdb's scheduler-locking: DAP's
+        ``singleThread``), or every thread (None). The stop ends it (``_everyone``): what
+        the engine resumes at a stop (a Python request) runs as it always does."""
+        self._require_stopped("single-thread runs")
+        if thread is None:
+            self._everyone()
+            return
+        try:
+            self.gdb.command(f"-thread-select {thread}")
+        except GdbCommandError as err:
+            raise UsageError(f"no thread {thread}: {err.gdb_message}") from err
+        self.gdb.console("set scheduler-locking on")
+        self._alone = True
+
+    def _everyone(self) -> None:
+        if self._alone:
+            self._alone = False
+            self.gdb.console("set scheduler-locking off")
 
     def step(self, kind: str, thread: int, index: int) -> None:
         """Step ``kind`` (next, stepIn, stepOut) from frame ``index`` of ``thread``'s mixed
@@ -520,6 +541,7 @@ class Session:
         process: Process | None = self.tree.stopped_in(payload)
         pid = process.pid if process else self.pid
         self.stepper.disarm()
+        self._everyone()
         if pid is not None:
             self.view.select(pid)
         self.stop = StopPoint(pid or 0, thread_id or 0, python)

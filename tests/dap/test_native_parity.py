@@ -140,3 +140,41 @@ def test_watchpoint_in_a_fork_child(dap_factory: DapFactory, natives: NativeSet)
     parent, child = ours[0][3], ours[3][3]
     assert parent and child and parent != child
     assert [stop[3] for stop in ours] == [parent] * 3 + [child] * 2
+
+
+def single_thread_session(client: DapClient, adapter: Adapter, natives: NativeSet) -> dict[str, Any]:
+    """Stop in memlab's ``ticking`` (a C thread adds 1 to ``memlab_ticks`` every ms), step
+    over a 20 ms sleep with ``singleThread``, then over a 200 ms one without: the ticks
+    before and after each step, and where each step stopped."""
+    lab = natives.memlab
+    client.launch(adapter.config(natives, "memlab_main.py", "1", "ticks"), breakpoints={lab.source: [lab.line("ticking")]})
+    thread = client.wait_stopped(timeout=120)["threadId"]
+    client.request("setBreakpoints", source={"path": str(lab.source)}, breakpoints=[])
+
+    def ticks() -> int:
+        return int(client.evaluate("memlab_ticks", client.stack(thread)[0]["id"], "watch")["result"])
+    found: dict[str, Any] = {"single thread": bool(client.capabilities.get("supportsSingleThreadExecutionRequests"))}
+    before = ticks()
+    client.request("next", threadId=thread, singleThread=True)
+    client.wait_stopped()
+    alone = ticks()
+    client.request("next", threadId=thread)
+    client.wait_stopped()
+    found["lines"] = [frame["line"] for frame in client.stack(thread)[:1]]
+    found["others frozen"], found["others ran"] = alone == before, ticks() > alone
+    client.request("continue", threadId=thread)
+    client.wait_event("exited", timeout=60)
+    return found
+
+
+def test_single_thread_steps_as_gdbs_own_dap(dap_factory: DapFactory, natives: NativeSet) -> None:
+    # Given the same client script against gdb's own DAP and mixdbg dap
+    client = GDB.client(dap_factory)
+    try:
+        oracle = single_thread_session(client, GDB, natives)
+    finally:
+        close_oracle(client)
+    ours = single_thread_session(MIXDBG.client(dap_factory), MIXDBG, natives)
+    # Then a singleThread step leaves the ticking thread where it was, a step without lets it run
+    assert ours == oracle == {"single thread": True, "lines": [natives.memlab.line("ticked_twice")],
+                              "others frozen": True, "others ran": True}

@@ -1,6 +1,6 @@
 """The memory tests' driver: the checksum of a filled buffer, a counter bumped N times
 (``sys.argv[1]``, default 3), then, with ``fork`` as ``sys.argv[2]``, bumped again in a
-fork child."""
+fork child; with ``ticks`` there, a C thread ticks while the main thread sleeps."""
 
 import os
 import sys
@@ -18,6 +18,8 @@ def main():
         if pid == 0:
             os._exit(0 if memlab.bump(2) == counter + 2 else 1)  # @child
         os.waitpid(pid, 0)
+    if len(sys.argv) > 2 and sys.argv[2] == "ticks":
+        memlab.ticking()
     finish(f"counter {counter}")
 
 
