@@ -27,6 +27,7 @@ from typing import Any, Callable, Union
 
 from mixdbg import attach, calls, ptrace, stack
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
+from mixdbg.breakpoints import Breakpoint, BreakSpec
 from mixdbg.engine import agents
 from mixdbg.engine.breakpoint_table import BreakpointTable
 from mixdbg.engine.frames import is_users_frame_record
@@ -241,6 +242,24 @@ class Session:
                 log.info("gdb could resume no followed process yet; retrying")
                 self._stalled = 1
             self.state = "running"
+
+    def add_in_each_process(self, spec: BreakSpec) -> list[Breakpoint]:
+        """An address breakpoint (``*ADDRESS``: the Disassembly view's) in every followed
+        process that shares the address (fork children do; a fork after this inherits
+        it). gdb binds one to the inferior selected when it is set (``info breakpoints``
+        says ``inf 1``): one per process, each inserted with one of its threads selected."""
+        processes = self.tree.one_thread_each() if self.tree.follow != FOLLOW_NONE and self.state == "stopped" else []
+        if len(processes) < 2:
+            return [self.table.add(spec, announce=False)]
+        added = []
+        try:
+            for _, thread in processes:
+                self.gdb.command(f"-thread-select {thread}")
+                added.append(self.table.add(spec, announce=False))
+        finally:
+            if self.stop is not None and self.stop.thread:
+                self.gdb.command(f"-thread-select {self.stop.thread}")
+        return added
 
     def run_alone(self, thread: int | None) -> None:
         """Let ``thread`` alone run until the next stop (gdb's scheduler-locking: DAP's

@@ -42,7 +42,8 @@ def breakpoint_locations(adapter: Adapter, arguments: dict[str, Any]) -> dict[st
 
 @request("setInstructionBreakpoints", supportsInstructionBreakpoints=True)
 def set_instruction_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Replace the breakpoints on instructions (``instructionReference`` + ``offset``)."""
+    """Replace the breakpoints on instructions (``instructionReference`` + ``offset``), in
+    every followed process that shares the address (fork children)."""
     wanted = arguments.get("breakpoints") or []
     session = _session(adapter)
     specs = []
@@ -59,13 +60,14 @@ def set_instruction_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> 
     for spec in specs:
         dap_id = adapter.breakpoints.new_id()
         try:
-            breakpoint = session.table.add(spec, announce=False)
+            placed = session.add_in_each_process(spec)
         except MixdbgError as err:
             result.append({"id": dap_id, "verified": False, "message": err.message})
             continue
-        adapter.breakpoints.dap_id[breakpoint.number] = dap_id
-        added.append((dap_id, breakpoint.number))
-        described = describe(dap_id, breakpoint.to_json())
+        for breakpoint in placed:
+            adapter.breakpoints.dap_id[breakpoint.number] = dap_id
+            added.append((dap_id, breakpoint.number))
+        described = describe(dap_id, placed[0].to_json())
         described["instructionReference"] = spec.location[1:]
         result.append(described)
     adapter.breakpoints.instructions = added

@@ -108,9 +108,7 @@ class Watchpoints:
 
     def _processes(self) -> list[tuple[str, str]]:
         """(inferior, one of its threads) of each live followed process."""
-        threads = self.tree.table.threads_by_inferior()
-        found = [(p.inferior, threads[p.inferior][0]) for p in self.tree.table.live()
-                 if not p.quiet and threads.get(p.inferior)]
+        found = self.tree.one_thread_each()
         if not found:
             raise UsageError("no process to watch in (the program has not started)")
         return found

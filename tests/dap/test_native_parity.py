@@ -178,3 +178,29 @@ def test_single_thread_steps_as_gdbs_own_dap(dap_factory: DapFactory, natives: N
     # Then a singleThread step leaves the ticking thread where it was, a step without lets it run
     assert ours == oracle == {"single thread": True, "lines": [natives.memlab.line("ticked_twice")],
                               "others frozen": True, "others ran": True}
+
+
+def test_instruction_breakpoint_in_every_followed_process(dap_factory: DapFactory, natives: NativeSet) -> None:
+    # Given a stop in the parent's checksum while its fork child sleeps (gdb's DAP and
+    # lldb-dap follow no fork: mixdbg alone)
+    client, lab = MIXDBG.client(dap_factory), natives.memlab
+    client.launch(MIXDBG.config(natives, "memlab_main.py", "1", "forked-fill"),
+                  breakpoints={lab.source: [lab.line("checksum")]})
+    client.wait_stopped(timeout=120)  # the parent's first fill, before the fork
+    thread = client.step("continue", client.threads()[0]["id"], timeout=60)["threadId"]  # the parent's second
+    # When a breakpoint is set on the instruction it stopped at, and the line's is removed
+    address = client.stack(thread)[0]["instructionPointerReference"]
+    answer = client.request("setInstructionBreakpoints", breakpoints=[{"instructionReference": address}])
+    assert answer["body"]["breakpoints"][0]["verified"]
+    client.request("setBreakpoints", source={"path": str(lab.source)}, breakpoints=[])
+    client.request("continue", threadId=thread)
+    # Then the child stops there too, in its own process
+    stop = client.wait_stopped(timeout=60)
+    frame = client.stack(stop["threadId"])[0]
+    assert (frame["name"], frame["instructionPointerReference"], stop["hitBreakpointIds"]) == \
+        ("checksum", address, [answer["body"]["breakpoints"][0]["id"]])
+    names = {t["id"]: t["name"] for t in client.threads()}
+    assert names[stop["threadId"]] != names[thread] and "child" in names[stop["threadId"]]
+    client.request("setInstructionBreakpoints", breakpoints=[])
+    client.request("continue", threadId=stop["threadId"])
+    client.wait_event("exited", timeout=60)
