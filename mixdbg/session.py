@@ -184,6 +184,7 @@ class Session:
             self.table.read_libraries()
         self.view.locate_python(pid)
         self.table.ops.bind(pid, self.table.items)  # a process that has torch already (attach)
+        self._load_printers(self._mapped_libraries())  # a libstdc++ it has already (attach)
         if child is None:
             self.solibs.configure()
             self.tree.start_following()
@@ -196,6 +197,15 @@ class Session:
         if pid is not None and (process is None or not process.quiet):
             self.table.bind_operators(pid)
             self.view.warm(pid)
+
+    def _mapped_libraries(self) -> list[str]:
+        """The libraries the selected process has mapped, as gdb lists them."""
+        try:
+            listed = self.gdb.command("-file-list-shared-libraries").get("shared-libraries", [])
+        except GdbCommandError as err:
+            log.info("listing libraries: %s", err.gdb_message)
+            return []
+        return [str(library.get("target-name") or library.get("id") or "") for library in listed]
 
     def _load_printers(self, added: list[str]) -> None:
         """Each libstdc++ the program maps brings its own pretty printers and xmethods
