@@ -19,8 +19,7 @@ gdb with Python):
   nor unwind their frames.
 - ``mixdbg-warm NAME...``: expand the debug info of the files that define NAMEs (the
   interpreter's call path: ``mixdbg.stopview.CALL_PATH``) ahead of the first stack or Step
-  Into that needs it; ``mixdbg-warm --stack`` unwinds the selected thread once, for the
-  same reason.
+  Into that needs it.
 - ``mixdbg-libstdcxx PATH``: load the libstdc++ at PATH's pretty printers and xmethods.
 - ``mixdbg-fork-symbols``: from now on, gdb reads the libraries of each new inferior (a
   fork child) as it creates it: ``auto-solib-add`` is turned on when the inferior is added,
@@ -362,18 +361,6 @@ class MixdbgForkSymbols(gdb.Command):
             self.connected = True
 
 
-def _walk_stack():
-    """Unwind the selected thread once. What gdb works out on the way outlives the walk:
-    the first walk through the interpreter's start-up frames took 38-40 ms in 1 session in
-    2 (``Py_RunMain``'s caller, measured), later ones under 1 ms."""
-    try:
-        frame = gdb.newest_frame()
-        while frame is not None:
-            frame = frame.older()
-    except gdb.error:
-        pass  # a frame gdb cannot unwind past: the walk ends there
-
-
 class MixdbgWarm(gdb.Command):
     """mixdbg-warm NAME...: expand the debug info of the files defining NAMEs (works while
     the program runs)."""
@@ -382,9 +369,6 @@ class MixdbgWarm(gdb.Command):
         super().__init__("mixdbg-warm", gdb.COMMAND_FILES)
 
     def invoke(self, argument, from_tty):
-        if argument.strip() == "--stack":
-            _walk_stack()
-            return
         for name in argument.split():
             try:
                 gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name)

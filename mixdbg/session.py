@@ -190,13 +190,11 @@ class Session:
             self.tree.start_following()
 
     def _on_library_load(self, payload: dict[str, Any]) -> None:
-        """At a library-load stop: bind the operator breakpoints in the stopped process, and
-        have gdb unwind its stack once while the program loads (see ``StopView.warm``)."""
+        """At a library-load stop: bind the operator breakpoints in the stopped process."""
         process = self.tree.stopped_in(payload)
         pid = process.pid if process is not None else self.pid
         if pid is not None and (process is None or not process.quiet):
             self.table.bind_operators(pid)
-            self.view.warm(pid)
 
     def _mapped_libraries(self) -> list[str]:
         """The libraries the selected process has mapped, as gdb lists them."""
@@ -346,7 +344,10 @@ class Session:
                     self.view.start_warming()
                 try:
                     busy = self.state == "stopped" or self.view.warming
-                    self.handle(self.queue.get(timeout=IDLE if busy else RECONCILE_INTERVAL))
+                    # while the program runs, the first stack is prepared whenever gdb has
+                    # nothing to report (it often reaches its first stop within 50 ms)
+                    wait = 0.0 if self.view.warming and self.state == "running" else IDLE if busy else RECONCILE_INTERVAL
+                    self.handle(self.queue.get(timeout=wait) if wait else self.queue.get_nowait())
                 except queue.Empty:  # idle: a Step Into's or the first stack's work is done ahead
                     if not (self.state == "stopped" and self.stepper.idle_work()) and not self.view.warm_next():
                         self._reconcile()
