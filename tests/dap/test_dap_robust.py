@@ -7,11 +7,12 @@ ends the session with its reason, and the debuggee runs on."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import psutil
 import pytest
 
-from .client import DapClient
+from .client import DapClient, RequestFailed
 from .natives import NativeSet
 
 pytestmark = pytest.mark.timeout(120)
@@ -78,3 +79,21 @@ def test_broken_framing_ends_the_session_with_its_reason_and_the_program_runs_on
         assert psutil.Process(pid).status() != psutil.STATUS_STOPPED
     except psutil.NoSuchProcess:
         pass  # it ran to its end
+
+
+def test_a_launch_argument_of_the_wrong_type_ends_the_held_program(dap: DapClient, natives: NativeSet,
+                                                                   tmp_path: Path) -> None:
+    # Given a program that would leave a file behind, launched with justMyCode as a string
+    ran = tmp_path / "ran"
+    script = tmp_path / "leaves_a_file.py"
+    script.write_text(f"open({str(ran)!r}, 'w').close()\n")
+    dap.initialize()
+    with pytest.raises(RequestFailed) as failed:
+        dap.launch({"program": str(script), "cwd": str(tmp_path), "console": "internalConsole",
+                    "justMyCode": "yes"})
+    # Then the launch fails saying which argument, in one line (the schema's reason: it is
+    # checked while the program's interpreter starts), and the program never ran a line
+    message = failed.value.response["message"]
+    assert "justMyCode" in message and "\n" not in message
+    assert not ran.exists()
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(script) in " ".join(p.info["cmdline"] or [])]
