@@ -77,9 +77,10 @@ class Breakpoints:
 class Adapter:
     """Serves one client connection until it disconnects or goes away."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, items: queue.SimpleQueue[Any] | None = None,
+                 gdb_ahead: GdbAhead | None = None) -> None:
         self.connection = connection
-        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[Any] = items if items is not None else queue.SimpleQueue()
         self.session: Session | None = None
         self.debuggee: attach.Debuggee | None = None
         #: The program of a launch without debugging (``noDebug``): no session, no debuggee.
@@ -98,8 +99,9 @@ class Adapter:
         self.breakpoints = Breakpoints()
         self.python_breakpoints: dict[str, list[dict[str, Any]]] = {}
         self.terminate_on_end = False
-        #: A gdb started at ``initialize``, for the session's launch or attach to take.
-        self.gdb_ahead: GdbAhead | None = None
+        #: A gdb started before the launch or attach (with the process, reporting to
+        #: ``items``, or at ``initialize``), for the session to take.
+        self.gdb_ahead = gdb_ahead
 
     # --- the loop -----------------------------------------------------------------------
 
