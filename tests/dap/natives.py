@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -118,6 +119,18 @@ class NativeSet:
         if not (self.directory / name).is_file():
             raise FileNotFoundError(f"no driver script {name} in {SCRIPTS}")
         return self.path(name)
+
+    def run_beating(self, setup: str, step: str, beat: Path) -> subprocess.Popen[bytes]:
+        """A process of this set's interpreter (this machine's) that runs ``setup``, then
+        ``step`` forever, touching ``beat`` after each and sleeping 20 ms: a program to attach
+        to. Returned once it has beaten (30 s at most); the caller ends it."""
+        program = (f"import sys, time\n{setup}\nwhile True:\n    {step}\n    open(sys.argv[1], 'w').close()\n"
+                   "    time.sleep(0.02)\n")
+        process = subprocess.Popen([self.python, "-c", program, str(beat)], env=self.env())
+        deadline = time.monotonic() + 30
+        while not beat.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        return process
 
     def line(self, name: str, marker: str) -> int:
         """The line of ``marker`` in the file ``name`` of the build directory (a driver script

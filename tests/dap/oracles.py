@@ -8,7 +8,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import pytest
 
@@ -63,6 +63,7 @@ class _Lenient(DapSchema):
 
 
 MIXDBG, GDB, LLDB = Adapter("mixdbg"), Adapter("gdb"), Adapter("lldb")
+T = TypeVar("T")
 
 
 class ScriptClients:
@@ -76,6 +77,17 @@ class ScriptClients:
         """A client of a new adapter (``mixdbg dap`` unless ``command`` is given)."""
         return DapClient.spawn(command or [sys.executable, "-m", "mixdbg", "dap"], self.workdir, self.schema,
                                timeout=timeout)
+
+
+def against(oracle: Adapter, factory: DapFactory, session: Callable[[DapClient, Adapter], T]) -> tuple[T, T]:
+    """The same client script (``session``) against ``oracle``, then against mixdbg dap:
+    the oracle's results and ours."""
+    client = oracle.client(factory)
+    try:
+        found = session(client, oracle)
+    finally:
+        close_oracle(client)
+    return found, session(MIXDBG.client(factory), MIXDBG)
 
 
 def close_oracle(client: DapClient) -> None:

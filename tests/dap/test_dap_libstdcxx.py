@@ -4,9 +4,6 @@ std::vector indexes and std::string prints in evaluate, watch and hover."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -40,14 +37,10 @@ def test_std_vector_indexes_and_std_string_prints_in_a_pybind11_method(dap: DapC
 def test_attach_loads_the_printers_of_a_libstdcxx_already_mapped(dap: DapClient, natives: NativeSet,
                                                                 tmp_path: Path) -> None:
     # Given a running Python process that has geom (and so libstdc++) loaded, measuring a triangle in a loop
-    geom, beat = natives.geom, tmp_path / "beat"
-    program = ("import sys, time, geom\npoly = geom.Polygon('triangle', [(0, 0), (4, 0), (4, 3)])\n"
-               "while True:\n    poly.area()\n    open(sys.argv[1], 'w').close()\n    time.sleep(0.02)\n")
-    process = subprocess.Popen([sys.executable, "-c", program, str(beat)], env=natives.env())
+    geom = natives.geom
+    process = natives.run_beating("import geom\npoly = geom.Polygon('triangle', [(0, 0), (4, 0), (4, 3)])",
+                                  "poly.area()", tmp_path / "beat")
     try:
-        deadline = time.monotonic() + 30
-        while not beat.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
         # When mixdbg dap attaches and stops in Polygon::area
         dap.attach({"processId": process.pid}, breakpoints={geom.source: [geom.line("area")]})
         frame = dap.stack(dap.wait_stopped(timeout=60)["threadId"])[0]

@@ -14,7 +14,7 @@ import pytest
 from .client import DapClient
 from .fixtures import DapFactory
 from .natives import NativeSet
-from .oracles import GDB, LLDB, MIXDBG, Adapter, close_oracle, find_variable, program_output
+from .oracles import GDB, LLDB, MIXDBG, Adapter, against, find_variable, program_output
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -67,12 +67,7 @@ def memory_session(client: DapClient, adapter: Adapter, natives: NativeSet) -> d
 def test_memory_instruction_step_and_breakable_lines_as_gdbs_own_dap(dap_factory: DapFactory,
                                                                      natives: NativeSet) -> None:
     # Given the same client script against gdb's own DAP and mixdbg dap
-    client = GDB.client(dap_factory)
-    try:
-        oracle = memory_session(client, GDB, natives)
-    finally:
-        close_oracle(client)
-    ours = memory_session(MIXDBG.client(dap_factory), MIXDBG, natives)
+    oracle, ours = against(GDB, dap_factory, lambda client, adapter: memory_session(client, adapter, natives))
     # Then both give the same results
     assert ours == oracle
     # ... which are the program's: the bytes it filled, the checksum of those written
@@ -118,12 +113,7 @@ def watch_session(client: DapClient, adapter: Adapter, natives: NativeSet, stops
 @pytest.mark.timeout(300)
 def test_watchpoint_stops_where_the_global_changes_as_lldb_dap(dap_factory: DapFactory, natives: NativeSet) -> None:
     # Given the same client script against lldb-dap (gdb's DAP has no data breakpoints) and mixdbg dap
-    client = LLDB.client(dap_factory)
-    try:
-        oracle = watch_session(client, LLDB, natives, 2)
-    finally:
-        close_oracle(client)
-    ours = watch_session(MIXDBG.client(dap_factory), MIXDBG, natives, 2)
+    oracle, ours = against(LLDB, dap_factory, lambda client, adapter: watch_session(client, adapter, natives, 2))
     # Then both stop twice, as the data breakpoint, in bump, on the same line
     lab = natives.memlab
     # (lldb-dap 19 says reason 'breakpoint'; the specification's is 'data breakpoint')
@@ -169,12 +159,7 @@ def single_thread_session(client: DapClient, adapter: Adapter, natives: NativeSe
 
 def test_single_thread_steps_as_gdbs_own_dap(dap_factory: DapFactory, natives: NativeSet) -> None:
     # Given the same client script against gdb's own DAP and mixdbg dap
-    client = GDB.client(dap_factory)
-    try:
-        oracle = single_thread_session(client, GDB, natives)
-    finally:
-        close_oracle(client)
-    ours = single_thread_session(MIXDBG.client(dap_factory), MIXDBG, natives)
+    oracle, ours = against(GDB, dap_factory, lambda client, adapter: single_thread_session(client, adapter, natives))
     # Then a singleThread step leaves the ticking thread where it was, a step without lets it run
     assert ours == oracle == {"single thread": True, "lines": [natives.memlab.line("ticked_twice")],
                               "others frozen": True, "others ran": True}
