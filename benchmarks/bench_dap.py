@@ -3,6 +3,12 @@ the same run and beside the peer's (Seam, ``../shared/research/peer-seam.md``).
 
 1. launch to the first native stop (function breakpoint ``native_step``) vs ``mixdbg run
    --json`` to the same stop (goal <= 1.1x);
+1b. the first stop fully shown, on the pybind11 program the peer was measured on
+   (``geom_main.py``, a line breakpoint in ``Polygon::area``): launch (the adapter's start
+   included) -> the stop, then ``stackTrace``, ``scopes`` + ``variables`` (Locals) and
+   ``evaluate this->ys[2] + 40``, as an editor asks at a first stop; against gdb's own DAP
+   (``gdb -i dap``, the same gdb) in the same run, and the peer's 511 ms to the stop, 536
+   fully shown (its stackTrace, variables, evaluate: 10, 7, 7 ms);
 2. ``stackTrace`` + ``scopes`` + ``variables`` at a stop 200 Python frames deep (goal < 30 ms;
    the peer's stackTrace alone: 21.8 ms at 201 frames);
 3. native ``next`` per step vs gdb's own ``next`` (peer: 3.6 ms);
@@ -13,12 +19,13 @@ the same run and beside the peer's (Seam, ``../shared/research/peer-seam.md``).
    Into native -> Python callback (peer: 61-129, 133-200, 15-29, 22-33 ms).
 
 Medians; times from the request to the ``stopped`` event, as the peer's were measured.
-Usage: python benchmarks/bench_dap.py [--steps N] [--runs N]
+Usage: python benchmarks/bench_dap.py [--steps N] [--runs N] [--only PART ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import statistics
 import subprocess
@@ -31,9 +38,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from dap.client import DapClient
 from dap.natives import NativeSet
+from dap.oracles import GDB, MIXDBG, Adapter, ScriptClients
 from dap.schema import SCHEMA_PATH, DapSchema
 
-PEER = {"first stop": "470-940 ms (small programs)", "stack": "21.8 ms (stackTrace only)",
+PEER = {"first stop": "470-940 ms (small programs)", "to the stop": "511 ms", "stackTrace": "10 ms",
+        "scopes + variables": "7 ms", "evaluate": "7 ms", "fully shown": "536 ms", "stack": "21.8 ms (stackTrace only)",
         "native next": "3.6 ms", "python next": "7.8 ms", "into C": "61-129 ms", "into pybind11": "133-200 ms",
         "out to Python": "15-29 ms", "into callback": "22-33 ms"}
 
@@ -75,6 +84,44 @@ def first_stop(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> 
         run.kill()
         run.wait()
     return statistics.median(dap_times), statistics.median(run_times)
+
+
+#: What the first look evaluates: gdb's DAP (-nx, no libstdc++ xmethods) indexes the vector's storage.
+FIRST_LOOK_EXPRESSION = {"mixdbg": "this->ys[2] + 40", "gdb": "this->ys._M_impl._M_start[2] + 40"}
+
+
+def first_look(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> dict[str, dict[str, float]]:
+    """Seconds of each part of the first stop fully shown (see 1b), medians per adapter,
+    mixdbg dap and gdb -i dap alternated."""
+    found: dict[str, dict[str, list[float]]] = {"mixdbg": {}, "gdb": {}}
+    geom, clients = natives.geom, ScriptClients(work, schema)
+    for _ in range(runs):
+        for oracle in (MIXDBG, GDB):
+            for what, spent in _looked_at(oracle, clients, natives, geom.source, geom.line("area")).items():
+                found[oracle.name].setdefault(what, []).append(spent)
+    return {name: {what: statistics.median(values) for what, values in parts.items()} for name, parts in found.items()}
+
+
+def _looked_at(oracle: Adapter, clients: ScriptClients, natives: NativeSet, source: Path, line: int) -> dict[str, float]:
+    """One session of the first look: each part's seconds, as its requests were answered."""
+    started = time.monotonic()
+    client = oracle.client(clients)  # type: ignore[arg-type]
+    try:
+        client.launch(oracle.config(natives, "geom_main.py"), breakpoints={source: [line]})
+        thread = int(client.wait_stopped(timeout=120)["threadId"])
+        stopped = client.received_at(client.events("stopped")[0])
+        trace = client.request("stackTrace", threadId=thread, startFrame=0, levels=20)
+        frame = trace["body"]["stackFrames"][0]["id"]
+        scopes = client.request("scopes", frameId=frame)
+        variables = client.request("variables", variablesReference=scopes["body"]["scopes"][0]["variablesReference"])
+        value = client.request("evaluate", expression=FIRST_LOOK_EXPRESSION[oracle.name], frameId=frame,
+                               context="watch")
+        assert value["body"]["result"] == "43", value
+        return {"to the stop": stopped - started, "stackTrace": client.elapsed(trace),
+                "scopes + variables": client.elapsed(scopes) + client.elapsed(variables),
+                "evaluate": client.elapsed(value), "fully shown": client.received_at(value) - started}
+    finally:
+        client.close(terminate_debuggee=True)
 
 
 def deep_stack(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> tuple[float, float]:
@@ -196,30 +243,52 @@ def row(what: str, ours: float, base: float | None, base_name: str, peer: str) -
     print(f"{what:<34} {ours * 1000:8.1f} ms   {ratio:<40} peer: {peer}", flush=True)
 
 
+def report(part: str, work: Path, schema: DapSchema, natives: NativeSet, args: argparse.Namespace) -> None:
+    """Measure one part of the benchmark and print its rows."""
+    if part == "first-stop":
+        dap, run = first_stop(work, schema, natives, args.runs)
+        row("launch -> first native stop", dap, run, "mixdbg run", PEER["first stop"])
+    elif part == "first-look":
+        looks = first_look(work, schema, natives, args.runs)
+        for what, ours in looks["mixdbg"].items():
+            row(f"first look: {what}", ours, looks["gdb"][what], "gdb -i dap", PEER[what])
+    elif part == "deep":
+        whole, trace = deep_stack(work, schema, natives, args.runs + 4)
+        row("stackTrace+scopes+variables, 200 deep", whole, None, "", "-")
+        row("stackTrace alone, 200 deep", trace, None, "", PEER["stack"])
+    elif part == "native-next":
+        ours, cycle, gdb = native_next(work, schema, natives, args.steps)
+        row("native next", ours, gdb, "gdb's next", PEER["native next"])
+        row("native next + stackTrace", cycle, None, "", "-")
+    elif part == "python-next":
+        (ours, cycle), (debugpy, debugpy_cycle) = python_next(work, schema, natives, args.steps)
+        row("Python next", ours, debugpy, "debugpy", PEER["python next"])
+        row("Python next + stackTrace", cycle, debugpy_cycle, "debugpy", "-")
+    else:
+        for key, value in boundary(work, schema, natives, args.runs).items():
+            row(f"step {key}", value, None, "", PEER[key])
+
+
+PARTS = ("first-stop", "first-look", "deep", "native-next", "python-next", "boundary")
+
+
 def main() -> None:
-    """Run every measurement and print the report."""
+    """Run the measurements (every part, or those of ``--only``) and print the report."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=PARTS, action="append", help="measure only this part (repeatable)")
     args = parser.parse_args()
     schema = DapSchema(SCHEMA_PATH)
+    # bytecode, as installing the package writes it (an editable install under
+    # PYTHONDONTWRITEBYTECODE has none: the adapter's start then costs 0.5 s more)
+    compileall.compile_dir(str(REPO / "mixdbg"), quiet=1)
     with tempfile.TemporaryDirectory(prefix="bench-dap-") as directory:
         work = Path(directory)
         natives = NativeSet(sys.executable, work / "natives")
         natives.capi, natives.geom  # noqa: B018 - built before anything is timed
-        dap, run = first_stop(work, schema, natives, args.runs)
-        row("launch -> first native stop", dap, run, "mixdbg run", PEER["first stop"])
-        whole, trace = deep_stack(work, schema, natives, args.runs + 4)
-        row("stackTrace+scopes+variables, 200 deep", whole, None, "", "-")
-        row("stackTrace alone, 200 deep", trace, None, "", PEER["stack"])
-        ours, cycle, gdb = native_next(work, schema, natives, args.steps)
-        row("native next", ours, gdb, "gdb's next", PEER["native next"])
-        row("native next + stackTrace", cycle, None, "", "-")
-        (ours, cycle), (debugpy, debugpy_cycle) = python_next(work, schema, natives, args.steps)
-        row("Python next", ours, debugpy, "debugpy", PEER["python next"])
-        row("Python next + stackTrace", cycle, debugpy_cycle, "debugpy", "-")
-        for key, value in boundary(work, schema, natives, args.runs).items():
-            row(f"step {key}", value, None, "", PEER[key])
+        for part in args.only or PARTS:
+            report(part, work, schema, natives, args)
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mixdbg.engine.gdb_boot import HELPER_SCRIPT, TORCH_GDB_COMMANDS
 from mixdbg.gdbmi import find_gdb, gdb_environment
 from mixdbg.pytorch import catalogue, layout, ops
-from mixdbg.session import HELPER_SCRIPT, TORCH_GDB_COMMANDS
 
 SCRIPT = "import sys, torch\nx = torch.arange(6.).reshape(2, 3)\ny = torch.ones(2, 3)\n" \
          "for _ in range(int(sys.argv[1])):\n    torch.add(x, y)\n"

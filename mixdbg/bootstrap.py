@@ -30,7 +30,7 @@ def _declare_tracer(tracer):
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, package_parent)
     try:
-        from mixdbg.ptrace import set_ptracer
+        from mixdbg.yama_optin import set_ptracer
     finally:
         sys.path.remove(package_parent)
     return set_ptracer(tracer)

@@ -5,15 +5,23 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import queue
 import signal
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mixdbg import argtypes
-from mixdbg.dap.adapter import Adapter
-from mixdbg.dap.protocol import Connection
-from mixdbg.errors import UnavailableError, UsageError
+from mixdbg.engine.gdb_boot import GdbAhead
+from mixdbg.errors import MixdbgError, UnavailableError, UsageError
+
+if TYPE_CHECKING:
+    from mixdbg.dap.adapter import Adapter
+    from mixdbg.dap.protocol import Connection
+
+#: A gdb started as the process started (``start_gdb_early``), with the queue it reports to,
+#: for the first session to take.
+_EARLY: tuple[queue.SimpleQueue[Any], GdbAhead] | None = None
 
 DAP_HELP = """\
 Serve one debugging session to an editor over the Debug Adapter Protocol: Python and
@@ -57,6 +65,28 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(func=_dap)
 
 
+def start_gdb_early() -> None:
+    """Start gdb now, before the adapter's modules are imported: it boots meanwhile. A gdb
+    that cannot start here is started again, and said, when the editor's session needs it."""
+    global _EARLY
+    items: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    try:
+        _EARLY = (items, GdbAhead(items.put))
+    except (MixdbgError, OSError) as err:
+        logging.getLogger(__name__).info("gdb did not start early: %s", err)
+
+
+def _adapter(connection: Connection) -> Adapter:
+    """The adapter for a connection; the first one takes the gdb started early."""
+    global _EARLY
+    from mixdbg.dap.adapter import Adapter  # after gdb's start: see start_gdb_early
+
+    if _EARLY is None:
+        return Adapter(connection)
+    (items, ahead), _EARLY = _EARLY, None
+    return Adapter(connection, items, ahead)
+
+
 def _dap(args: argparse.Namespace) -> int:
     if args.log:
         logging.basicConfig(filename=args.log, level=logging.DEBUG,
@@ -74,7 +104,9 @@ def _serve_stdio() -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     # SIGINT from a client (nvim-dap) after 'terminated' ends us quietly; never the debuggee.
     signal.signal(signal.SIGINT, lambda signum, frame: os._exit(0))
-    adapter = Adapter(Connection(protocol_out))
+    from mixdbg.dap.protocol import Connection
+
+    adapter = _adapter(Connection(protocol_out))
     # Unbuffered: a reader thread still blocked in it at exit must not hold a buffer lock.
     with open(sys.stdin.fileno(), "rb", buffering=0, closefd=False) as requests:
         adapter.serve(requests)
@@ -89,6 +121,8 @@ def _serve_port(args: argparse.Namespace) -> int:
     if args.allow_remote:
         print(f"mixdbg: WARNING: listening on {args.host}: anyone who can reach this port can run "
               "any code as your user", file=sys.stderr, flush=True)
+    from mixdbg.dap.protocol import Connection
+
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     server = socket.socket(family, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -103,4 +137,4 @@ def _serve_port(args: argparse.Namespace) -> int:
         while True:
             conn, _ = server.accept()
             with conn, conn.makefile("rb") as reading, conn.makefile("wb") as writing:
-                Adapter(Connection(writing)).serve(reading)
+                _adapter(Connection(writing)).serve(reading)

@@ -63,6 +63,9 @@ class Stopped:
     process: str | None = None  # who, for people: "rank 1, pid 4242"
     #: At a Python stop, what the agent said (reason, description, exception).
     python: dict[str, Any] | None = None
+    #: At a data breakpoint's stop, the watched value as gdb gives it: ``old`` and ``new``
+    #: (a write), ``value`` (a read).
+    value: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (``threads`` only when every thread's stack was asked for)."""
@@ -74,6 +77,8 @@ class Stopped:
             body["threads"] = [thread.to_json() for thread in self.stack.threads]
         if self.op is not None:
             body["op"] = self.op
+        if self.value is not None:
+            body["value"] = self.value
         if self.arguments is not None:
             body["arguments"] = self.arguments
         if self.python is not None:

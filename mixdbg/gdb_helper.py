@@ -19,8 +19,8 @@ gdb with Python):
   nor unwind their frames.
 - ``mixdbg-warm NAME...``: expand the debug info of the files that define NAMEs (the
   interpreter's call path: ``mixdbg.stopview.CALL_PATH``) ahead of the first stack or Step
-  Into that needs it; ``mixdbg-warm --stack`` unwinds the selected thread once, for the
-  same reason.
+  Into that needs it.
+- ``mixdbg-libstdcxx PATH``: load the libstdc++ at PATH's pretty printers and xmethods.
 - ``mixdbg-fork-symbols``: from now on, gdb reads the libraries of each new inferior (a
   fork child) as it creates it: ``auto-solib-add`` is turned on when the inferior is added,
   before gdb looks for its libraries (it does only under ``on``); mixdbg turns it off again
@@ -278,6 +278,72 @@ class MixdbgStack(gdb.Command):
         _write(path, result)
 
 
+class MixdbgGlobals(gdb.Command):
+    """mixdbg-globals OUTFILE: the global and file-static variables the selected frame's
+    compile unit sees (its static and global blocks), as JSON: the Globals scope."""
+
+    def __init__(self):
+        super().__init__("mixdbg-globals", gdb.COMMAND_DATA)
+
+    def invoke(self, argument, from_tty):
+        names = []
+        try:
+            block = gdb.selected_frame().block().static_block
+        except RuntimeError:  # no debug info for this frame
+            block = None
+        while block is not None:
+            names += [symbol.print_name for symbol in block if symbol.is_variable and not symbol.is_artificial]
+            block = block.superblock
+        _write(argument.strip(), {"names": sorted(dict.fromkeys(names))})
+
+
+#: Where a libstdc++'s printers script may be, for the library at PATH (its real path
+#: RPATH): beside it (conda, a GCC install), or under the system's auto-load directory.
+_LIBSTDCXX_SCRIPTS = ("{path}-gdb.py", "{rpath}-gdb.py", "/usr/share/gdb/auto-load{rpath}-gdb.py")
+_LIBSTDCXX_LOADED = set()
+
+
+class _Library:
+    """What a libstdc++ printers script asks of ``gdb.current_objfile()`` (the library's
+    name, to find its Python directory from): mixdbg keeps libraries' symbols unread, so
+    there may be no objfile yet. What it registers goes to gdb's global lists, which apply
+    to every value of every process."""
+
+    def __init__(self, filename):
+        self.filename = filename
+        self.pretty_printers = gdb.pretty_printers
+        self.type_printers = gdb.type_printers
+        self.xmethods = gdb.xmethods
+
+
+class MixdbgLibstdcxx(gdb.Command):
+    """mixdbg-libstdcxx PATH: load the pretty printers and xmethods of the libstdc++ at PATH
+    (std::vector, std::map, std::string, std::unique_ptr print and index in expressions),
+    once per library file. gdb runs with -nx and loads no auto-load script itself."""
+
+    def __init__(self):
+        super().__init__("mixdbg-libstdcxx", gdb.COMMAND_DATA)
+
+    def invoke(self, argument, from_tty):
+        path = argument.strip()
+        rpath = os.path.realpath(path)
+        script = next((candidate.format(path=path, rpath=rpath) for candidate in _LIBSTDCXX_SCRIPTS
+                       if os.path.isfile(candidate.format(path=path, rpath=rpath))), None)
+        if script is None or script in _LIBSTDCXX_LOADED:
+            return
+        _LIBSTDCXX_LOADED.add(script)
+        with open(script, encoding="utf-8") as handle:
+            code = compile(handle.read(), script, "exec")
+        current = gdb.current_objfile
+        gdb.current_objfile = lambda: _Library(rpath)
+        try:
+            exec(code, {"__file__": script, "__name__": "__mixdbg_libstdcxx__"})  # noqa: S102 - as gdb's auto-load runs it
+        except Exception as err:  # noqa: BLE001 - a printers script that fails leaves values raw, never gdb broken
+            gdb.write(f"mixdbg: libstdc++ printers from {script}: {err}\n", gdb.STDERR)
+        finally:
+            gdb.current_objfile = current
+
+
 def _read_new_inferiors_libraries(event):
     gdb.execute("set auto-solib-add on", to_string=True)
 
@@ -295,18 +361,6 @@ class MixdbgForkSymbols(gdb.Command):
             self.connected = True
 
 
-def _walk_stack():
-    """Unwind the selected thread once. What gdb works out on the way outlives the walk:
-    the first walk through the interpreter's start-up frames took 38-40 ms in 1 session in
-    2 (``Py_RunMain``'s caller, measured), later ones under 1 ms."""
-    try:
-        frame = gdb.newest_frame()
-        while frame is not None:
-            frame = frame.older()
-    except gdb.error:
-        pass  # a frame gdb cannot unwind past: the walk ends there
-
-
 class MixdbgWarm(gdb.Command):
     """mixdbg-warm NAME...: expand the debug info of the files defining NAMEs (works while
     the program runs)."""
@@ -315,9 +369,6 @@ class MixdbgWarm(gdb.Command):
         super().__init__("mixdbg-warm", gdb.COMMAND_FILES)
 
     def invoke(self, argument, from_tty):
-        if argument.strip() == "--stack":
-            _walk_stack()
-            return
         for name in argument.split():
             try:
                 gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name)
@@ -345,6 +396,8 @@ class MixdbgLocals(gdb.Command):
 
 MixdbgPython()
 MixdbgStack()
+MixdbgGlobals()
+MixdbgLibstdcxx()
 MixdbgLocals()
 MixdbgForkSymbols()
 MixdbgWarm()

@@ -135,6 +135,11 @@ class GdbMi:
         self._major: int | None = None
 
     @property
+    def path(self) -> str:
+        """The gdb executable this runs."""
+        return self._path
+
+    @property
     def pid(self) -> int:
         """gdb's process id."""
         assert self._proc is not None
@@ -188,10 +193,11 @@ class GdbMi:
     def set_modes(self) -> None:
         """Put a started gdb in the mode mixdbg relies on. mi-async first: it is what lets
         gdb detach on its own when we die (see ``start``). Python ignores SIGPIPE itself;
-        gdb's default would stop on every one."""
+        gdb's default would stop on every one. Variable objects use pretty printers (libstdc++'s,
+        loaded per library by ``gdb_helper``)."""
         for command in ("-gdb-set mi-async on", "-gdb-set pagination off", "-gdb-set confirm off",
                         "-gdb-set style enabled off", "-gdb-set breakpoint pending on",
-                        "-gdb-set print thread-events off",
+                        "-gdb-set print thread-events off", "-enable-pretty-printing",
                         '-interpreter-exec console "handle SIGPIPE nostop noprint pass"'):
             self.command(command)
 

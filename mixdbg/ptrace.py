@@ -1,7 +1,7 @@
 """Whether this process may ptrace another one, why not, and changing Yama's ``ptrace_scope``.
 
-Stdlib only: a bootstrap imports this module inside the debuggee (for ``set_ptracer``), so it
-must not pull in anything the user's environment may lack. Every reader takes the ``/proc``
+Stdlib only. (The debuggee's own opt-in to its tracer is ``yama_optin``'s: it runs before the
+user's script, and imports less.) Every reader takes the ``/proc``
 root (and the ``/``, ``/etc`` roots and the state directory where it needs them) so tests can
 point it at a fake tree.
 
@@ -9,14 +9,11 @@ The facts come from the kernel's own rules (``security/yama/yama_lsm.c``,
 ``kernel/ptrace.c:__ptrace_may_access``); ``assess`` turns them into a cause and remedies,
 least privilege first, and ``explain_attach_failure`` does the same for gdb's raw error text.
 The module is longer than our usual ~400 lines because the brief keeps facts, diagnosis and
-the sysctl fix in one module that the debuggee can import on its own.
+the sysctl fix in one module.
 """
 
 from __future__ import annotations
 
-import ctypes
-import errno
-import logging
 import os
 import re
 import shutil
@@ -28,10 +25,6 @@ from typing import Callable
 
 from mixdbg.errors import DebuggerError, MixdbgError, NotFoundError, NotPermittedError
 
-_log = logging.getLogger(__name__)
-
-PR_SET_PTRACER = 0x59616D61  # "Yama"
-PR_SET_PTRACER_ANY = ctypes.c_ulong(-1).value  # (unsigned long)-1
 CAP_SYS_PTRACE = 19
 CAP_SYS_ADMIN = 21
 SCOPE_FILE = Path("sys/kernel/yama/ptrace_scope")  # relative to the proc root
@@ -62,30 +55,6 @@ SECCOMP = "seccomp"
 OTHER_LSM = "other-lsm"
 
 Probe = Callable[[int, int], None]
-
-
-def set_ptracer(tracer: int | None) -> bool:
-    """Declare ``tracer`` (``None`` or 0: any process) allowed to ptrace this process.
-
-    This is what lets gdb attach under Yama scope 1 without root: the debuggee names its
-    tracer before user code runs (the relation survives ``execve``). It never raises, so it
-    can run unconditionally at the start of every debuggee: without Yama the kernel answers
-    EINVAL, and any failure only means the opt-in did not take effect (``False``).
-    """
-    value = tracer or PR_SET_PTRACER_ANY
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        result: int = libc.prctl(ctypes.c_int(PR_SET_PTRACER), ctypes.c_ulong(value),
-                                 ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
-    except (OSError, AttributeError, ValueError) as err:  # no libc / no prctl: not Linux
-        _log.debug("PR_SET_PTRACER unavailable: %s", err)
-        return False
-    if result != 0:
-        code = ctypes.get_errno()
-        _log.debug("PR_SET_PTRACER(%s) failed: %s (EINVAL also means: no Yama)",
-                   value, errno.errorcode.get(code, code))
-        return False
-    return True
 
 
 # --------------------------------------------------------------------------- reading /proc

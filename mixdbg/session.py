@@ -23,18 +23,20 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Union
 
 from mixdbg import attach, calls, ptrace, stack
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
+from mixdbg.breakpoints import Breakpoint, BreakSpec
 from mixdbg.engine import agents
 from mixdbg.engine.breakpoint_table import BreakpointTable
 from mixdbg.engine.frames import is_users_frame_record
+from mixdbg.engine.gdb_boot import GdbAhead, prepare
 from mixdbg.engine.inspect import Inspector, StopPoint
 from mixdbg.engine.pystops import PythonStops
 from mixdbg.engine.stepping import SKIPPED_SOURCES, Stepper
-from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
+from mixdbg.engine.watchpoints import Watchpoints
+from mixdbg.errors import DebuggerError, GdbExitedError, MixdbgError, UsageError
 from mixdbg.events import Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, MiRecord
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
@@ -46,9 +48,9 @@ log = logging.getLogger(__name__)
 Action = Callable[["Session"], None]
 QueueItem = Union[MiRecord, None, Action]
 
-HELPER_SCRIPT = Path(__file__).with_name("gdb_helper.py")
-TORCH_GDB_COMMANDS = Path(__file__).with_name("pytorch") / "gdb_commands.py"
 CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL"})
+#: How long a new process waits for its data breakpoints (it is held meanwhile).
+WATCH_NEW_PROCESS_TIMEOUT = 5.0
 #: Time allowed for gdb to report a stop after an interrupt, and to detach.
 STOP_TIMEOUT = 10.0
 #: After gdb died: how long to watch the debuggee before saying it runs on.
@@ -98,13 +100,15 @@ class Session:
                  gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
                  python: str | None = None, follow: str = FOLLOW_PYTHON,
                  hub: agents.AgentHub | None = None,
-                 items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True) -> None:
+                 items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True,
+                 ahead: GdbAhead | None = None) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.all_threads = all_threads
         self.eager_stacks = eager_stacks
         self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
-        self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
+        self._ahead = ahead  # a gdb started before the session, records to ``items``
+        self.gdb = ahead.gdb if ahead is not None else GdbMi(on_record=self.queue.put, gdb=gdb)
         self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
         self.tree = ProcessTree(self.gdb, emit, follow,
                                 workers.worker_id_reader(self.view.python_frames, self.view.frame_locals))
@@ -120,6 +124,9 @@ class Session:
                                      by_address=follow == FOLLOW_NONE,
                                      attached=lambda: self.state != "detached", pid=lambda: self.pid,
                                      layout_of=self.view.torch_layout)
+        self.watchpoints = Watchpoints(self.gdb, self.tree)
+        #: New processes whose watches wait for the next stop (one we make: ``watch_new_process``).
+        self._watch_pending: list[tuple[int, threading.Event]] = []
         self.last_stop: Stopped | None = None
         self._kicking = False
         self._stalled = 0  # failed resumes in a row
@@ -127,6 +134,8 @@ class Session:
         self.hub = hub
         self._trap: int | None = None
         self.inspect = Inspector(self.gdb, self.view, self.tree, hub, self._agent_request)
+        if hub is not None:
+            hub.before_welcome = self.watch_new_process
         self.python = PythonStops(self.gdb, hub, self.inspect,
                                   lambda: set(self.tree.live_pids()) | ({self.pid} if self.pid else set()))
         self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume,
@@ -140,6 +149,7 @@ class Session:
         self._asking_lock = threading.Lock()
         self._released = False  # the gate just opened: see release
         self._deferred: list[Action] = []
+        self._alone = False  # gdb's scheduler-locking is on: see run_alone
 
     @property
     def stop(self) -> StopPoint | None:
@@ -155,14 +165,15 @@ class Session:
     def start_gdb(self, while_gdb_boots: Callable[[], None] | None = None) -> None:
         """Start gdb and put it in the mode mixdbg relies on; ``while_gdb_boots`` runs
         between gdb's start and its first command (launching the debuggee meanwhile saves
-        one of the two start-ups: 80-90 ms each)."""
-        self.gdb.start()
+        one of the two start-ups: 80-90 ms each). A gdb started ahead is only waited for."""
+        if self._ahead is None:
+            self.gdb.start()
         if while_gdb_boots is not None:
             while_gdb_boots()
-        self.gdb.set_modes()
-        self.gdb.console(f"source {HELPER_SCRIPT}")
-        self.gdb.console(f"source {TORCH_GDB_COMMANDS}")  # with the tensor printers (gdb_printers.py)
-        self.gdb.command("-enable-pretty-printing")  # printers for variable objects too
+        if self._ahead is None:
+            prepare(self.gdb)
+        else:
+            self._ahead.ready()
         self.call_safety = calls.guard(self.gdb)
         for pattern in SKIPPED_SOURCES:
             self.gdb.console(f"skip -gfile {pattern}")
@@ -192,18 +203,36 @@ class Session:
         self.view.locate_python(pid)
         self.table.ops.bind(pid, self.table.items)  # a process that has torch already (attach)
         self.table.bind_registered(pid)
+        self._load_printers(self._mapped_libraries())  # a libstdc++ it has already (attach)
         if child is None:
             self.solibs.configure()
             self.tree.start_following()
 
     def _on_library_load(self, payload: dict[str, Any]) -> None:
-        """At a library-load stop: bind the operator breakpoints in the stopped process, and
-        have gdb unwind its stack once while the program loads (see ``StopView.warm``)."""
+        """At a library-load stop: bind the operator breakpoints in the stopped process."""
         process = self.tree.stopped_in(payload)
         pid = process.pid if process is not None else self.pid
         if pid is not None and (process is None or not process.quiet):
             self.table.bind_operators(pid, added_libraries(payload))
-            self.view.warm(pid)
+
+    def _mapped_libraries(self) -> list[str]:
+        """The libraries the selected process has mapped, as gdb lists them."""
+        try:
+            listed = self.gdb.command("-file-list-shared-libraries").get("shared-libraries", [])
+        except GdbCommandError as err:
+            log.info("listing libraries: %s", err.gdb_message)
+            return []
+        return [str(library.get("target-name") or library.get("id") or "") for library in listed]
+
+    def _load_printers(self, added: list[str]) -> None:
+        """Each libstdc++ the program maps brings its own pretty printers and xmethods
+        (``gdb_helper``'s ``mixdbg-libstdcxx``): std::vector indexes in expressions."""
+        for path in added:
+            if "libstdc++.so" in path:
+                try:
+                    self.gdb.console(f"mixdbg-libstdcxx {path}")
+                except GdbCommandError as err:
+                    log.info("libstdc++ printers of %s: %s", path, err.gdb_message)
 
     def enable_breakpoints(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up), read
@@ -240,6 +269,44 @@ class Session:
                 log.info("gdb could resume no followed process yet; retrying")
                 self._stalled = 1
             self.state = "running"
+
+    def add_in_each_process(self, spec: BreakSpec) -> list[Breakpoint]:
+        """An address breakpoint (``*ADDRESS``: the Disassembly view's) in every followed
+        process that shares the address (fork children do; a fork after this inherits
+        it). gdb binds one to the inferior selected when it is set (``info breakpoints``
+        says ``inf 1``): one per process, each inserted with one of its threads selected."""
+        processes = self.tree.one_thread_each() if self.tree.follow != FOLLOW_NONE and self.state == "stopped" else []
+        if len(processes) < 2:
+            return [self.table.add(spec, announce=False)]
+        added = []
+        try:
+            for _, thread in processes:
+                self.gdb.command(f"-thread-select {thread}")
+                added.append(self.table.add(spec, announce=False))
+        finally:
+            if self.stop is not None and self.stop.thread:
+                self.gdb.command(f"-thread-select {self.stop.thread}")
+        return added
+
+    def run_alone(self, thread: int | None) -> None:
+        """Let ``thread`` alone run until the next stop (gdb's scheduler-locking: DAP's
+        ``singleThread``), or every thread (None). The stop ends it (``_everyone``): what
+        the engine resumes at a stop (a Python request) runs as it always does."""
+        self._require_stopped("single-thread runs")
+        if thread is None:
+            self._everyone()
+            return
+        try:
+            self.gdb.command(f"-thread-select {thread}")
+        except GdbCommandError as err:
+            raise UsageError(f"no thread {thread}: {err.gdb_message}") from err
+        self.gdb.console("set scheduler-locking on")
+        self._alone = True
+
+    def _everyone(self) -> None:
+        if self._alone:
+            self._alone = False
+            self.gdb.console("set scheduler-locking off")
 
     def step(self, kind: str, thread: int, index: int) -> None:
         """Step ``kind`` (next, stepIn, stepOut) from frame ``index`` of ``thread``'s mixed
@@ -360,7 +427,10 @@ class Session:
                     self.view.start_warming()
                 try:
                     busy = self.state == "stopped" or self.view.warming
-                    self.handle(self.queue.get(timeout=IDLE if busy else RECONCILE_INTERVAL))
+                    # while the program runs, the first stack is prepared whenever gdb has
+                    # nothing to report (it often reaches its first stop within 50 ms)
+                    wait = 0.0 if self.view.warming and self.state == "running" else IDLE if busy else RECONCILE_INTERVAL
+                    self.handle(self.queue.get(timeout=wait) if wait else self.queue.get_nowait())
                 except queue.Empty:  # idle: a Step Into's or the first stack's work is done ahead
                     if not (self.state == "stopped" and self.stepper.idle_work()) and not self.view.warm_next():
                         self._reconcile()
@@ -447,13 +517,47 @@ class Session:
         if self.state in ("running", "stopped") and self.tree.root in self.tree.reconcile():
             self._finish(None, None)
 
+    def watch_new_process(self, pid: int) -> None:
+        """A new process's agent says hello (a fork child, held until it is welcomed): with
+        data breakpoints set, the tree is stopped, they are set in that process too, and it
+        runs on. Called on the agents' thread; waits for the session's (5 s at most)."""
+        if not self.watchpoints.watches or pid == self.pid:
+            return
+        done = threading.Event()
+
+        def watch(session: Session) -> None:
+            self._watch_pending.append((pid, done))
+            if self.state == "stopped":
+                self._add_pending_watches()
+            elif self.state == "running" and not self._kicking:
+                self._kicking = True  # a stop of ours: resumed once the watches are in
+                self.gdb.command("-exec-interrupt")
+        self.queue.put(watch)
+        if not done.wait(WATCH_NEW_PROCESS_TIMEOUT):
+            log.warning("the data breakpoints could not be set in PID %d before it ran on", pid)
+
+    def _add_pending_watches(self) -> None:
+        pending, self._watch_pending = self._watch_pending, []
+        for pid, done in pending:
+            inferior = self.tree.inferior_of(pid)
+            try:
+                if inferior is not None:
+                    self.watchpoints.add_process(inferior, self.stop.thread if self.stop else None)
+            except MixdbgError as err:
+                log.warning("data breakpoints in PID %d: %s", pid, err.message)
+            finally:
+                done.set()
+
     def _on_stopped(self, payload: dict[str, Any], reporting: bool) -> None:
         reason = payload.get("reason", "")
+        if self._watch_pending and not reason.startswith("exited"):
+            self._add_pending_watches()
         if reason.startswith("exited"):
             self._on_exit_stop(reason, payload, reporting)
         elif reason == "solib-event":  # libraries loaded: read those breakpoints can be in, bind, go on
             self.solibs.on_load(added_libraries(payload), [b.spec for b in self.table.items.values()],
                                  self.table.ops.kernel_library())
+            self._load_printers(added_libraries(payload))
             self._on_library_load(payload)
             self.resume()
         elif not reporting:
@@ -465,6 +569,9 @@ class Session:
             self.resume()
         elif reason == "breakpoint-hit":
             self._on_breakpoint_hit(payload)
+        elif reason.endswith("watchpoint-trigger"):
+            self._report("data breakpoint", int((payload.get("wpt") or payload.get("hw-rwpt") or payload.get("hw-awpt")
+                                                 or {}).get("number", 0)), None, payload)
         elif reason == "signal-received" and payload.get("signal-name") != "SIGINT":
             self._report("signal", None, str(payload.get("signal-name")), payload)
         elif reason in ("end-stepping-range", "function-finished", "location-reached"):
@@ -550,6 +657,7 @@ class Session:
         process: Process | None = self.tree.stopped_in(payload)
         pid = process.pid if process else self.pid
         self.stepper.disarm()
+        self._everyone()
         if pid is not None:
             self.view.select(pid)
         self.inspect.forget()  # a stop during a Python request: what the last stop read is stale
@@ -565,7 +673,8 @@ class Session:
         stopped = Stopped(reason=reason, breakpoint=breakpoint, signal=signal_name, thread=thread_id,
                           stack=stack_now, op=op, arguments=arguments, pid=pid,
                           process=process.label() if process and process is not self.tree.root else None,
-                          python=python.message if python is not None else None)
+                          python=python.message if python is not None else None,
+                          value=payload.get("value") if reason == "data breakpoint" else None)
         self.last_stop = stopped
         self.emit(stopped)
         if self.auto_continue:

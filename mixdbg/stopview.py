@@ -23,12 +23,14 @@ from mixdbg.pytorch import views
 
 log = logging.getLogger(__name__)
 
-#: Functions of CPython's call path, one or more per source file, in nearly every stack: the
-#: first look up of each expands its file's debug info, which gdb otherwise does while it
-#: unwinds the first stack (ceval.c alone: 15 ms). Measured at a stop under 200 Python
-#: frames: the first unwind took 28-34 ms, 7.7-9.3 ms after these look-ups.
+#: Functions of CPython's call path, one or more per source file, in nearly every stack, and
+#: the C library's start of the program: the first look up of each expands its file's debug
+#: info, which gdb otherwise does while it unwinds the first stack (ceval.c alone: 15 ms).
+#: Measured at a stop under 200 Python frames: the first unwind took 28-34 ms, 7.7-9.3 ms
+#: after these look-ups; in Polygon::area (pybind11), 71-153 ms, 28-53 ms after (2 loaded cores).
 CALL_PATH = ("_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "cfunction_call", "method_vectorcall_VARARGS",
-             "slot_tp_call", "_PyRun_SimpleFileObject", "Py_RunMain", "Py_BytesMain", "main")
+             "slot_tp_call", "_PyRun_SimpleFileObject", "Py_RunMain", "Py_BytesMain", "main",
+             "__libc_start_call_main")
 
 
 class StopView:
@@ -42,7 +44,6 @@ class StopView:
         self.pid: int | None = None
         self._runtimes: dict[int, str] = {}  # PID -> where its interpreter is, as gdb's helper knows
         self._layouts: dict[int, tuple[str, ...] | None] = {}  # PID -> its image's layout then
-        self._warmed: set[int] = set()  # PIDs whose stack gdb has unwound once
         self._to_warm: list[str] = []  # call-path functions whose files gdb has yet to expand
         self.torch = views.TorchViews(gdb)
 
@@ -79,8 +80,8 @@ class StopView:
     def warm_next(self) -> bool:
         """Have gdb expand the debug info of the next file of CPython's call path, which the
         first stack or Step Into would otherwise wait for (65 ms for all of them; one file at
-        a time, while nothing else happens: it works while the program runs). Whether there
-        was one."""
+        a time, while gdb has nothing to report: it works while the program runs). Whether
+        there was one."""
         if not self._to_warm:
             return False
         if not self._warm_command(f"mixdbg-warm {self._to_warm.pop(0)}"):
@@ -96,14 +97,6 @@ class StopView:
             log.info("warming gdb up: %s", err.gdb_message)
             return False
         return True
-
-    def warm(self, pid: int) -> None:
-        """At the first library load of process ``pid`` that runs Python (an import), have
-        gdb unwind its stack once: the first unwind through the interpreter's start-up is
-        then paid while the program loads, not when the user first looks at a stop."""
-        if pid not in self._warmed and pid in self._runtimes and not self._runtimes[pid].startswith("unavailable"):
-            self._warmed.add(pid)
-            self._warm_command("mixdbg-warm --stack")
 
     def select(self, pid: int) -> None:
         """A stop in process ``pid`` (gdb selected it): read that process from now on."""
@@ -168,6 +161,10 @@ class StopView:
         """The C++ names of mangled ``symbols``, as gdb demangles them."""
         names: list[str] = views.ask_gdb(self._gdb, "mixdbg-demangle", {"symbols": symbols})["names"]
         return names
+
+    def global_names(self) -> list[str]:
+        """The global and file-static variables the selected frame's compile unit sees."""
+        return [str(name) for name in self._helper("mixdbg-globals").get("names", [])]
 
     def _helper(self, command: str) -> dict[str, Any]:
         """Run a command of ``gdb_helper.py``; return the JSON document it wrote."""

@@ -19,17 +19,21 @@ from typing import IO, Any, Union
 
 from mixdbg import attach
 from mixdbg.dap import breakpoints as _breakpoints  # registers its requests, words breakpoints
+from mixdbg.dap import code as _code  # noqa: F401
 from mixdbg.dap import editing as _editing  # noqa: F401
 from mixdbg.dap import execution as _execution  # noqa: F401
 from mixdbg.dap import inspection as _inspection  # noqa: F401
 from mixdbg.dap import lifecycle as _lifecycle  # noqa: F401
+from mixdbg.dap import memory as _memory  # noqa: F401
 from mixdbg.dap.cancel import CANCELLED, Requests
 from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
-from mixdbg.dap.protocol import ClientGone, Connection, DapError, read_message
+from mixdbg.dap.protocol import BadMessage, ClientGone, Connection, DapError, read_message
 from mixdbg.dap.registry import HANDLERS
 from mixdbg.dap.terminal import TerminalRequest
+from mixdbg.dap.watchpoints import describe_stop
 from mixdbg.engine.agents import AgentHub
+from mixdbg.engine.gdb_boot import GdbAhead
 from mixdbg.errors import GdbExitedError, MixdbgError
 from mixdbg.events import (
     BreakpointChanged,
@@ -46,7 +50,7 @@ from mixdbg.session import Session, SessionEnded
 log = logging.getLogger(__name__)
 
 #: What a stop's reason is called in DAP.
-STOP_REASONS = {"breakpoint": "breakpoint", "step": "step", "signal": "exception", "interrupt": "pause",
+STOP_REASONS = {"data breakpoint": "data breakpoint", "breakpoint": "breakpoint", "step": "step", "signal": "exception", "interrupt": "pause",
                 "entry": "entry", "exception": "exception", "other": "pause"}
 
 Frame = tuple[int, int]  # (thread, index in its mixed stack)
@@ -63,6 +67,8 @@ class Breakpoints:
     functions: list[tuple[int, int]] = field(default_factory=list)
     dap_id: dict[int, int] = field(default_factory=dict)  # engine number -> DAP id
     function_ids: set[int] = field(default_factory=set)  # DAP ids of function breakpoints
+    instructions: list[tuple[int, int]] = field(default_factory=list)  # the Disassembly view's
+    data_ids: set[int] = field(default_factory=set)  # DAP ids of data breakpoints
 
     def new_id(self) -> int:
         """A fresh DAP breakpoint id."""
@@ -73,9 +79,10 @@ class Breakpoints:
 class Adapter:
     """Serves one client connection until it disconnects or goes away."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, items: queue.SimpleQueue[Any] | None = None,
+                 gdb_ahead: GdbAhead | None = None) -> None:
         self.connection = connection
-        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[Any] = items if items is not None else queue.SimpleQueue()
         self.session: Session | None = None
         self.debuggee: attach.Debuggee | None = None
         #: The program of a launch without debugging (``noDebug``): no session, no debuggee.
@@ -95,6 +102,9 @@ class Adapter:
         self.python_breakpoints: dict[str, list[dict[str, Any]]] = {}
         self.terminate_on_end = False
         self.requests = Requests(self)  # waiting and running, for cancel
+        #: A gdb started before the launch or attach (with the process, reporting to
+        #: ``items``, or at ``initialize``), for the session to take.
+        self.gdb_ahead = gdb_ahead
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -121,7 +131,11 @@ class Adapter:
     def _read(self, stream: IO[bytes]) -> None:
         try:
             while True:
-                message = read_message(stream)
+                try:
+                    message = read_message(stream)
+                except BadMessage as bad:
+                    self.bad_message(bad)
+                    continue
                 if message.get("type") == "request":
                     if not self.requests.arrived(message):
                         self.queue.put(self._action(message))
@@ -130,7 +144,22 @@ class Adapter:
         except ClientGone as gone:
             log.info("%s", gone.message)
             self.requests.interrupt_python()  # nobody waits for it any more
+            if gone.broken:  # say why the session ends
+                log.warning("mixdbg dap: %s; the session ends", gone.message)
+                self.connection.event("output", {"category": "important",
+                                                 "output": f"mixdbg dap: {gone.message}; the session ends\n"})
             self.queue.put(lambda session: self.client_gone())
+
+    def bad_message(self, bad: BadMessage) -> None:
+        """A message that is not DAP, in sound framing: answered at once (from the reader
+        thread; the connection is thread-safe) and the session goes on. A request with a
+        ``seq`` gets an error response; every bad message is also said in an ``output``
+        event, which editors show (VS Code drops a response it has no request for)."""
+        log.warning("mixdbg dap: %s", bad.message)
+        if bad.seq is not None:
+            self.connection.fail({"seq": bad.seq, "command": bad.command}, bad.message)
+        self.connection.event("output", {"category": "important",
+                                         "output": f"mixdbg dap: ignored {bad.message}\n"})
 
     def _action(self, request: dict[str, Any]) -> Any:
         return lambda session: self.dispatch(request)
@@ -214,6 +243,8 @@ class Adapter:
     def close(self) -> None:
         """After the last request: nothing of ours may outlive the adapter but the debuggee."""
         self.end_session()
+        if self.gdb_ahead is not None:
+            self.gdb_ahead.discard()
 
     # --- what the engine says -------------------------------------------------------------
 
@@ -253,6 +284,14 @@ class Adapter:
         self.connection.event("output", {"category": category, "output": text if text.endswith("\n")
                                          else text + "\n"})
 
+    def memory_changed(self, reference: str, offset: int, count: int) -> None:
+        """Memory was written: a ``memory`` event for the client's memory views, and an
+        ``invalidated`` one for the values it shows (each when the client takes it)."""
+        if self.client.get("supportsMemoryEvent"):
+            self.connection.event("memory", {"memoryReference": reference, "offset": offset, "count": count})
+        if self.client.get("supportsInvalidatedEvent"):
+            self.connection.event("invalidated", {"areas": ["variables"]})
+
     def resumed(self) -> None:
         """The program runs again: frame and variable ids of the stop are invalid."""
         self.frames.reset()
@@ -271,6 +310,8 @@ class Adapter:
             if all(number in self.breakpoints.function_ids for number in hit):
                 body["reason"] = "function breakpoint"
         description = _describe(event)
+        if event.value is not None and self.session is not None:
+            description = describe_stop(self.session, event.breakpoint, event.value)
         if description:
             body["description"] = description
             body["text"] = description

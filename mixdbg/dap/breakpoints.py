@@ -139,6 +139,12 @@ def _hit_condition(session: Session, number: int, text: str | None) -> None:
         raise DapError(f"hit condition {text!r}: {err.gdb_message}") from None
 
 
+def delete_all(adapter: Adapter, breakpoints: list[tuple[int, int]]) -> None:
+    """Delete the engine's breakpoints behind a list of (DAP id, engine number)."""
+    for _, number in breakpoints:
+        _delete(_session(adapter), adapter, number)
+
+
 def _delete(session: Session, adapter: Adapter, number: int) -> None:
     adapter.breakpoints.dap_id.pop(number, None)
     try:

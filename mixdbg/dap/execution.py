@@ -1,6 +1,7 @@
 """Running requests: continue, next, stepIn, stepOut, pause. Steps work in the frame's
 own language and cross the Python <-> C/C++ boundary where the code does (the engine's
-``stepping``)."""
+``stepping``). With ``singleThread`` the request's thread alone runs, as gdb's own adapter
+does it (``scheduler-locking``)."""
 
 from __future__ import annotations
 
@@ -20,33 +21,48 @@ def _session(adapter: Adapter) -> Session:
     return adapter.session
 
 
-@request("continue")
+def _single(session: Session, arguments: dict[str, Any]) -> bool:
+    """Whether the request runs its thread alone (``singleThread``), told to the engine."""
+    alone = bool(arguments.get("singleThread"))
+    session.run_alone(int(arguments["threadId"]) if alone else None)
+    return alone
+
+
+@request("continue", supportsSingleThreadExecutionRequests=True)
 def continue_(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Let every followed process run (all-stop: they all stopped together)."""
+    """Let every followed process run (all-stop: they all stopped together), or with
+    ``singleThread`` the thread alone."""
     session = _session(adapter)
+    alone = False
     if session.state == "stopped":
+        alone = _single(session, arguments)
         adapter.resumed()
         session.resume()
-    return {"allThreadsContinued": True}
+    return {"allThreadsContinued": not alone}
 
 
 def _step(adapter: Adapter, arguments: dict[str, Any], kind: str) -> None:
     session = _session(adapter)
     if session.state != "stopped":
         raise DapError("the program is running; steps start from a stop")
+    if arguments.get("granularity") == "instruction" and kind in ("next", "stepIn"):
+        kind += "Instruction"
+    _single(session, arguments)
     adapter.resumed()
     session.step(kind, int(arguments["threadId"]), 0)
 
 
-@request("next")
+@request("next", supportsSteppingGranularity=True)
 def next_(adapter: Adapter, arguments: dict[str, Any]) -> None:
-    """Step over one line, in Python or C/C++."""
+    """Step over one line, in Python or C/C++ (one instruction with ``granularity:
+    instruction`` in a native frame: the Disassembly view's step)."""
     _step(adapter, arguments, "next")
 
 
 @request("stepIn")
 def step_in(adapter: Adapter, arguments: dict[str, Any]) -> None:
-    """Step into the call on this line, across the boundary when it goes there."""
+    """Step into the call on this line, across the boundary when it goes there (one
+    instruction, into calls, with ``granularity: instruction``)."""
     _step(adapter, arguments, "stepIn")
 
 

@@ -25,13 +25,17 @@ if TYPE_CHECKING:
 _LIBRARY_PARTS = ("/lib/python3", "/site-packages/", "/dist-packages/")
 
 
-def _stopped(adapter: Adapter) -> Session:
+def stopped_session(adapter: Adapter) -> Session:
+    """The session, stopped: else a one-line error (no program, or it runs)."""
     session = adapter.session
     if session is None or adapter.ended:
         raise DapError("no program is being debugged")
     if session.state != "stopped":
         raise DapError("the program is running; this needs it stopped (pause it first)")
     return session
+
+
+_stopped = stopped_session
 
 
 @request("threads")
@@ -142,7 +146,11 @@ def scopes(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     if frame.kind == "python" and session.inspect.at_python_stop(thread):  # debugpy's second scope
         result.append({"name": "Globals", "expensive": False,
                        "variablesReference": adapter.references.add(("python-globals", thread, index))})
-    elif frame.kind == "native":  # gdb's DAP shows them too; setVariable writes them
+    elif frame.kind == "native":
+        if frame.file:  # its source file's globals (read when opened), as gdb's DAP shows them
+            result.append({"name": "Globals", "presentationHint": "globals", "expensive": True,
+                           "variablesReference": adapter.references.add(("native-globals", thread, index))})
+        # gdb's DAP shows them too; setVariable writes them
         result.append({"name": "Registers", "presentationHint": "registers", "expensive": True,
                        "variablesReference": adapter.references.add(("registers", thread, index))})
     return {"scopes": result}
@@ -175,6 +183,10 @@ def variables(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
         except MixdbgError as err:  # no debug info: a library built without -g
             values = [Variable("(no locals)", err.message)]
         found = [_variable(adapter, v) for v in values]
+    elif kind == "native-globals":
+        _, thread, index = reference
+        frame = session.inspect.stack(thread).frames[index]
+        found = [_variable(adapter, v) for v in session.inspect.native_globals(thread, frame.level or 0)]
     elif kind == "children":
         found = [_variable(adapter, v) for v in session.inspect.children(reference[1], _page(adapter, arguments))]
     elif kind == "values":
@@ -212,8 +224,8 @@ def _variable(adapter: Adapter, value: Variable) -> dict[str, Any]:
     result: dict[str, Any] = {"name": value.name, "value": value.value, "variablesReference": 0}
     if value.type:
         result["type"] = value.type
-    if value.memory_reference:
-        result["memoryReference"] = value.memory_reference
+    if value.memory is not None and adapter.client.get("supportsMemoryReferences"):
+        result["memoryReference"] = hex(value.memory[1])
     if value.children is not None:
         result["variablesReference"] = adapter.references.add(("children", value.children))
         if value.indexed is not None and adapter.client.get("supportsVariablePaging"):
@@ -328,7 +340,7 @@ def evaluate(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
 def _result(variable: dict[str, Any]) -> dict[str, Any]:
     """A VARIABLE as an evaluate (or setExpression) answer's body."""
     result = {"result": variable["value"], "variablesReference": variable["variablesReference"]}
-    for key in ("type", "presentationHint", "indexedVariables", "namedVariables"):
+    for key in ("type", "presentationHint", "indexedVariables", "namedVariables", "memoryReference"):
         if key in variable:
             result[key] = variable[key]
     return result
@@ -353,7 +365,7 @@ def exception_info(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any
     raise DapError("this stop is not an exception")
 
 
-@request("disassemble", supportsDisassembleRequest=True, supportsSteppingGranularity=False)
+@request("disassemble", supportsDisassembleRequest=True)
 def disassemble(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     """Exactly ``instructionCount`` instructions around ``memoryReference`` (invalid ones
     where memory cannot be read), for frames without source."""

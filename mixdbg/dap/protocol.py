@@ -27,11 +27,28 @@ class DapError(UsageError):
 
 
 class ClientGone(MixdbgError):
-    """The client closed the stream (or sent something that is not DAP)."""
+    """The client closed the stream, or broke its framing (``broken``: no message can be
+    found after it): the session cannot go on."""
+
+    def __init__(self, message: str, broken: bool = False) -> None:
+        super().__init__(message)
+        self.broken = broken
+
+
+class BadMessage(MixdbgError):
+    """A framed message that is not a DAP message (not JSON, not an object, no ``type``):
+    its framing was sound, so the next message can still be read. DAP has no id to answer
+    it with; ``seq`` is the request's when it had one."""
+
+    def __init__(self, message: str, seq: int | None = None, command: str = "") -> None:
+        super().__init__(message)
+        self.seq = seq
+        self.command = command
 
 
 def read_message(stream: IO[bytes]) -> dict[str, Any]:
-    """Read one framed message; ``ClientGone`` at the end of the stream."""
+    """Read one framed message; ``ClientGone`` at the end of the stream or when its framing
+    is broken, ``BadMessage`` for a well-framed body that is not a DAP message."""
     length = None
     while True:
         line = stream.readline()
@@ -45,17 +62,40 @@ def read_message(stream: IO[bytes]) -> dict[str, Any]:
             try:
                 length = int(value.strip())
             except ValueError as err:
-                raise ClientGone(f"bad Content-Length header: {value.strip()!r}") from err
-    if length is None or not 0 < length <= MAX_MESSAGE:
-        raise ClientGone(f"bad or missing Content-Length ({length})")
+                raise ClientGone(f"a bad Content-Length header: {value.strip()!r}", broken=True) from err
+    if length is None:
+        raise ClientGone("a message without a Content-Length header: the stream cannot be read further", broken=True)
+    if not 0 < length <= MAX_MESSAGE:
+        raise ClientGone(f"a Content-Length of {length} bytes (1 to {MAX_MESSAGE} expected)", broken=True)
     body = stream.read(length)
     if len(body) != length:
         raise ClientGone("the client closed the connection mid-message")
-    try:
-        message: dict[str, Any] = json.loads(body)
-    except ValueError as err:
-        raise ClientGone(f"a message that is not JSON: {err}") from err
     traffic.debug("<- %s", body.decode("utf-8", "replace"))
+    try:
+        message = json.loads(body)
+    except ValueError as err:
+        raise BadMessage(f"a message that is not JSON ({err})") from None
+    return checked(message)
+
+
+def checked(message: Any) -> dict[str, Any]:
+    """``message`` if it is a DAP message mixdbg can act on; else ``BadMessage`` naming what
+    is wrong (and its ``seq`` and ``command`` when it had them, to answer it by)."""
+    if not isinstance(message, dict):
+        raise BadMessage(f"a message that is not a JSON object but {type(message).__name__}")
+    seq = message.get("seq")
+    seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+    kind = message.get("type")
+    if kind not in ("request", "response", "event"):
+        raise BadMessage(f"a message whose type is {kind!r}, not 'request', 'response' or 'event'", seq)
+    if kind == "request":
+        command = message.get("command")
+        if seq is None:
+            raise BadMessage(f"a request without an integer 'seq' (command {command!r})")
+        if not isinstance(command, str) or not command:
+            raise BadMessage("a request without a 'command'", seq)
+        if not isinstance(message.get("arguments", {}), dict):
+            raise BadMessage(f"a '{command}' request whose arguments are not an object", seq, command)
     return message
 
 

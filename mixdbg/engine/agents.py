@@ -103,6 +103,9 @@ class AgentHub:
         #: pid -> the signal its agent stops at after a native Step Out (see the agent's STEP_SIGNAL)
         self.step_signals: dict[int, int] = {}
         self.readers: set[int] = set()  # the agents' reader threads (LWPs): never the user's
+        #: Called with a new agent's PID before its welcome (the process waits for it): what
+        #: the engine must set in a fork child before it runs on (data breakpoints).
+        self.before_welcome: Callable[[int], None] = lambda pid: None
         self._connections: dict[int, socket.socket] = {}
         self._lock = threading.Lock()
         self._hello = threading.Condition(self._lock)
@@ -171,6 +174,7 @@ class AgentHub:
                     continue
                 if "hello" in message:
                     pid = int(message["hello"])
+                    self.before_welcome(pid)
                     self._welcome(pid, conn, message)
                 elif "reader" in message:
                     self.readers.add(int(message["reader"]))

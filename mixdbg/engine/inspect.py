@@ -19,6 +19,7 @@ from mixdbg.engine import agents
 from mixdbg.engine.stepping import StepContext
 from mixdbg.errors import DebuggerError, UsageError
 from mixdbg.gdbmi import GdbCommandError, GdbMi, mi_quote
+from mixdbg.memory import MemoryReadError, ProcMemory
 from mixdbg.proctree import ProcessTree
 from mixdbg.stack import Frame, MixedStack
 from mixdbg.stopview import StopView
@@ -28,7 +29,15 @@ log = logging.getLogger(__name__)
 #: The trap's first argument (the mailbox) at its entry.
 FIRST_ARGUMENT = "$x0" if platform.machine() in ("aarch64", "arm64") else "$rdi"
 _LWP = re.compile(r"LWP (\d+)|process (\d+)")
-_POINTER_VALUE = re.compile(r"^0x[0-9a-fA-F]+\b")
+#: A pointer's value as gdb prints it (``0x55d0... "text"`` for a char *).
+_ADDRESS = re.compile(r"(?:^|\) )(0x[0-9a-fA-F]+)")
+#: An array type (``char [16]``, ``double [2][3]``).
+_ARRAY = re.compile(r"\[\d+\]$")
+#: Memory is mapped in pages: a range that cannot be read whole is read up to its first
+#: unmapped page.
+PAGE = 4096
+#: What -var-create says for every expression it cannot evaluate, whatever the reason.
+VAROBJ_REFUSED = "-var-create: unable to create variable object"
 #: How many children of one value are listed at most (for a client that does not page).
 MAX_CHILDREN = 300
 #: Arrays with more elements than this are paged (DAP ``indexedVariables``).
@@ -66,8 +75,7 @@ class Variable:
     ``("var", gdb variable object)`` or ``("py", agent reference)``; ``evaluate``: the
     expression that reaches it; ``hint``: ``readOnly``, ``rawString``, ``virtual`` (a
     group), space-separated; ``indexed``/``named``: its children's counts when they are
-    paged; ``memory_reference``: the address a pointer holds (a tensor's ``data``), for a
-    memory view."""
+    paged."""
 
     name: str
     value: str
@@ -77,7 +85,9 @@ class Variable:
     hint: str | None = None
     indexed: int | None = None
     named: int | None = None
-    memory_reference: str | None = None
+    #: Where its bytes are, for a memory view (a pointer's target, an array's first
+    #: element), as ``(pid, address)``; None for other values.
+    memory: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,9 @@ class Inspector:
         self.stop: StopPoint | None = None
         self._stacks: dict[int, MixedStack] = {}
         self._varobjs: list[str] = []
+        self._varobj_pids: dict[str, int] = {}  # variable object -> the process it reads
+        self._memory_pids: dict[int, int] = {}  # address handed out -> its process
+        self._varobj_frames: dict[str, tuple[int, int]] = {}  # variable object -> (thread, level)
         self._lwps: dict[int, int] = {}
 
     # --- memory -------------------------------------------------------------------------
@@ -119,6 +132,90 @@ class Inspector:
             self.gdb.command(f"-data-write-memory-bytes{group} {address:#x} {data.hex()}")
         except GdbCommandError as err:
             raise DebuggerError(f"cannot write the debuggee's memory at {address:#x}: {err.gdb_message}") from err
+
+    def read_memory(self, pid: int, address: int, count: int) -> tuple[bytes, int]:
+        """Up to ``count`` bytes of process ``pid`` at ``address``, read from
+        ``/proc/PID/mem`` (gdb's round trip costs more than the read), and how many bytes
+        after them could not be read (the rest of the range: from the first unreadable
+        page on, DAP's ``unreadableBytes``)."""
+        self._require_stop("memory")
+        try:
+            reader = ProcMemory(pid)
+        except MemoryReadError as err:
+            raise DebuggerError(str(err)) from err
+        with reader:
+            try:
+                return reader(address, count), 0
+            except MemoryReadError:
+                pass  # part of it is unmapped: the readable pages before it
+            data = b""
+            while len(data) < count:
+                at = address + len(data)
+                size = min(count - len(data), PAGE - at % PAGE)
+                try:
+                    data += reader(at, size)
+                except MemoryReadError:
+                    break
+            return data, count - len(data)
+
+    def memory_process(self, address: int) -> int:
+        """The process whose memory ``address`` was handed out from at this stop (a value
+        shown in a frame of a fork child is in that child), else the stopped one's."""
+        pid = self._memory_pids.get(address)
+        if pid is not None:
+            return pid
+        if self.stop is not None:
+            return self.stop.pid
+        if self.root_pid is None:
+            raise UsageError("no process to read memory from")
+        return self.root_pid
+
+    def lvalue(self, thread: int, level: int, expression: str) -> tuple[int, int, str]:
+        """Where the value of ``expression`` in that frame lives: (address, size in bytes,
+        type), for a data breakpoint; an error when it is not in memory (a register, a
+        constant)."""
+        where = f"-data-evaluate-expression --thread {thread} --frame {level} "
+        try:
+            pointer = str(self.gdb.command(where + mi_quote(f"&({expression})"))["value"])
+            size = int(str(self.gdb.command(where + mi_quote(f"sizeof({expression})"))["value"]).split()[0], 0)
+        except (GdbCommandError, ValueError) as err:
+            reason = err.gdb_message if isinstance(err, GdbCommandError) else str(err)
+            raise UsageError(f"{expression} is not a value in memory: {reason}") from err
+        match = _ADDRESS.search(pointer)
+        if match is None:
+            raise UsageError(f"{expression} is not a value in memory ({pointer})")
+        return int(match.group(1), 16), size, self._type_of(where.replace("-data-evaluate-expression", "-var-create"),
+                                                            expression)
+
+    def _type_of(self, create: str, expression: str) -> str:
+        """The type of ``expression`` as gdb names it ('' if it cannot say): a pointer to a
+        global prints without its type (``0x... <memlab_last>``), so it is asked of a
+        variable object. A watch then compares values of that type, not bytes."""
+        try:
+            made = self.gdb.command(f"{create}- * {mi_quote(expression)}")
+        except GdbCommandError as err:
+            log.info("the type of %s: %s", expression, err.gdb_message)
+            return ""
+        self.gdb.command(f"-var-delete {made['name']}")
+        return str(made.get("type", ""))
+
+    def child_expression(self, reference: tuple[str, Any], name: str) -> tuple[int, int, str]:
+        """The frame (thread, level) and expression of member ``name`` of a native value
+        (see ``Variable.children``), as ``lvalue`` takes them."""
+        kind, handle = reference
+        frame = self._varobj_frames.get(str(handle)) if kind == "var" else None
+        if frame is None:
+            raise UsageError("data breakpoints are for C/C++ values")
+        try:
+            listed = self.gdb.command(f"-var-list-children {handle} 0 {MAX_CHILDREN}").get("children", [])
+        except GdbCommandError as err:
+            raise DebuggerError(f"members: {err.gdb_message}") from err
+        for child in listed:
+            raw = child if "name" in child else child.get("child", {})
+            if str(raw.get("exp")) == name:
+                path = self.gdb.command(f"-var-info-path-expression {raw['name']}")["path_expr"]
+                return frame[0], frame[1], str(path)
+        raise UsageError(f"no member {name!r} here")
 
     def trapped_mailbox(self, pid: int) -> agents.Mailbox | None:
         """The mailbox the trap was called with in the stopped thread, if an agent's."""
@@ -139,6 +236,12 @@ class Inspector:
         if self.root_pid is None:
             raise UsageError(f"no thread {thread}")
         return self.root_pid
+
+    def inferiors(self) -> list[str | None]:
+        """gdb's inferiors of the followed processes still alive (``[None]``: only gdb's
+        selected one, before the tree knows its processes)."""
+        found: list[str | None] = [p.inferior for p in self.tree.table.live() if not p.quiet]
+        return found or [None]
 
     def threads(self) -> list[ThreadInfo]:
         """Every thread of every followed process, named with its process for people (the
@@ -217,6 +320,9 @@ class Inspector:
             except GdbCommandError as err:
                 log.debug("deleting %s: %s", name, err.gdb_message)
         self._varobjs.clear()
+        self._varobj_pids.clear()
+        self._memory_pids.clear()
+        self._varobj_frames.clear()
 
     def step_context(self, stop: StopPoint | None, thread: int, index: int,
                      native_stop_frame: bool = False) -> StepContext:
@@ -264,6 +370,16 @@ class Inspector:
                 general.append(name)
         return [self.native_value(thread, level, f"${name}", hex_ints=hex_ints) for name in general]
 
+    def native_globals(self, thread: int, level: int) -> list[Variable]:
+        """The globals and file statics a native frame's source file sees (gdb's DAP shows
+        them as its Globals scope): where "Break When Value Changes" finds a C global."""
+        self.select(thread, level)
+        try:
+            names = self.view.global_names()
+        except GdbCommandError as err:
+            raise DebuggerError(f"globals: {err.gdb_message}") from err
+        return [self.native_value(thread, level, name) for name in names[:MAX_CHILDREN]]
+
     def children(self, reference: tuple[str, Any], page: Page | None = None) -> list[Variable]:
         """The members of a value (see ``Variable.children``): those ``page`` asks for."""
         page = page or Page()
@@ -280,10 +396,15 @@ class Inspector:
         except GdbCommandError as err:
             raise DebuggerError(f"members: {err.gdb_message}") from err
         variables = []
+        pid = self._varobj_pids.get(str(handle))
         for child in result.get("children", []):
             raw = child if "name" in child else child.get("child", {})
             self._varobjs.append(str(raw["name"]))
-            variables.append(self._native_variable(str(raw.get("exp", "")), raw, page.hex))
+            if pid is not None:
+                self._varobj_pids[str(raw["name"])] = pid
+            if str(handle) in self._varobj_frames:
+                self._varobj_frames[str(raw["name"])] = self._varobj_frames[str(handle)]
+            variables.append(self._native_variable(str(raw.get("exp", "")), raw, page.hex, pid, None))
         return variables
 
     def _has_members(self, raw: dict[str, Any]) -> bool:
@@ -326,7 +447,11 @@ class Inspector:
             return python_variable({**body, "name": expression, "value": body.get("result", "")})
         if context == "clipboard":
             return Variable(expression, self.native_text(thread, frame.level or 0, expression, hex_ints))
-        return self.native_value(thread, frame.level or 0, expression, hex_ints=hex_ints)
+        value = self.native_value(thread, frame.level or 0, expression, hex_ints=hex_ints)
+        if value.children is None and value.type is None and value.value.startswith("<"):
+            where = f"frame #{index}, {frame.function}" + (f" at {frame.file}:{frame.line}" if frame.line else "")
+            return Variable(name=expression, value=f"<{value.value[1:-1]} ({where})>")
+        return value
 
     def frame_at(self, thread: int, index: int) -> Frame:
         """Frame ``index`` of ``thread``'s mixed stack (its outermost if there are fewer)."""
@@ -334,6 +459,14 @@ class Inspector:
         if not stack.frames:
             raise UsageError("this thread has no frames")
         return stack.frames[min(index, len(stack.frames) - 1)]
+
+    def python_modules(self) -> list[dict[str, str]] | None:
+        """The stopped program's imported Python modules (name, path, version), asked of the
+        agent at a Python stop; None at a native stop (the interpreter is frozen there and
+        its ``sys.modules`` is not read from memory yet)."""
+        if self.stop is None or self.stop.mailbox is None:
+            return None
+        return [dict(raw) for raw in self.agent_request({"command": "modules"}).get("modules", [])]
 
     def require_python_stop(self, thread: int) -> None:
         """Python values are the agent's: only at a Python stop of that thread."""
@@ -357,7 +490,8 @@ class Inspector:
             raw = self.native_varobj(thread, level, expression)
         except DebuggerError as err:
             return Variable(name or expression, f"<{err.message}>")
-        return self._native_variable(name or expression, raw, hex_ints)
+        return self._native_variable(name or expression, raw, hex_ints, self.pid_of(thread),
+                                     (thread, level, expression))
 
     def native_varobj(self, thread: int, level: int, expression: str) -> dict[str, Any]:
         """A new gdb variable object for ``expression`` in native frame ``level`` (deleted
@@ -367,13 +501,20 @@ class Inspector:
         try:
             raw = self.gdb.command(f"-var-create --thread {thread} --frame {level} - * {mi_quote(expression)}")
         except GdbCommandError as err:
-            raise DebuggerError(gdb_refusal(err)) from err
-        self._varobjs.append(str(raw["name"]))
+            reason = gdb_refusal(err)
+            if reason == VAROBJ_REFUSED:  # gdb's reason is behind it: ask as its CLI's print does
+                reason = self._evaluation_error(thread, level, expression) or reason
+            raise DebuggerError(reason) from err
+        handle = str(raw["name"])
+        self._varobjs.append(handle)
+        self._varobj_pids[handle] = self.pid_of(thread)
+        self._varobj_frames[handle] = (thread, level)
         return raw
 
-    def _native_variable(self, name: str, raw: dict[str, Any], hex_ints: bool) -> Variable:
-        """A variable object as shown: paged when it is a large array, with the address a
-        pointer holds for a memory view."""
+    def _native_variable(self, name: str, raw: dict[str, Any], hex_ints: bool, pid: int | None,
+                         where: tuple[int, int, str] | None) -> Variable:
+        """A variable object as shown: paged when it is a large array, with where its bytes
+        are for a memory view (see ``_memory_of``)."""
         handle = str(raw["name"])
         count = int(raw.get("numchild", "0") or 0)
         value = str(raw.get("value", ""))
@@ -382,7 +523,7 @@ class Inspector:
         paged = count > PAGE_OVER and (str(raw.get("type", "")).endswith("]") or raw.get("displayhint") == "array")
         return Variable(name, value, raw.get("type"), ("var", handle) if self._has_members(raw) else None,
                         indexed=count if paged else None, named=0 if paged else None,
-                        memory_reference=_memory_reference(raw))
+                        memory=self._memory_of(pid, raw, where))
 
     def _hex(self, handle: str, value: str) -> str:
         try:
@@ -407,15 +548,48 @@ class Inspector:
             self.gdb.command("-gdb-set print repeats 10")
         return str(value.get("value", ""))
 
+    def _memory_of(self, pid: int | None, raw: dict[str, Any], where: tuple[int, int, str] | None
+                   ) -> tuple[int, int] | None:
+        """Where a variable object's bytes are: a pointer's value, an array's address
+        (asked of gdb: ``&`` of its expression in its frame, ``where``, or of its path)."""
+        if pid is None:
+            return None
+        kind = str(raw.get("type") or "")
+        address = None
+        if kind.endswith("*"):
+            match = _ADDRESS.match(str(raw.get("value", "")))
+            address = int(match.group(1), 16) if match else None
+        elif _ARRAY.search(kind):
+            address = self._array_address(raw, where)
+        if not address:
+            return None
+        self._memory_pids.setdefault(address, pid)
+        return pid, address
 
-def _memory_reference(raw: dict[str, Any]) -> str | None:
-    """The address a non-null pointer variable holds (``0x55d0... <symbol>``: the first
-    word), where a memory view can open."""
-    kind, value = str(raw.get("type") or ""), str(raw.get("value") or "")
-    match = _POINTER_VALUE.match(value)
-    if not kind.rstrip().endswith("*") or match is None or int(match.group(0), 16) == 0:
+    def _array_address(self, raw: dict[str, Any], where: tuple[int, int, str] | None) -> int | None:
+        try:
+            if where is None:
+                path = self.gdb.command(f"-var-info-path-expression {raw['name']}")["path_expr"]
+                value = self.gdb.command("-data-evaluate-expression " + mi_quote(f"&({path})"))["value"]
+            else:
+                thread, level, expression = where
+                value = self.gdb.command(f"-data-evaluate-expression --thread {thread} --frame {level} "
+                                         + mi_quote(f"&({expression})"))["value"]
+        except GdbCommandError as err:
+            log.debug("the address of %s: %s", raw.get("name"), err.gdb_message)
+            return None
+        match = _ADDRESS.search(str(value))
+        return int(match.group(1), 16) if match else None
+
+    def _evaluation_error(self, thread: int, level: int, expression: str) -> str | None:
+        """Why gdb cannot evaluate ``expression`` in that frame, in its CLI's words
+        (``No symbol "total" in current context.``); None if it can after all."""
+        try:
+            self.gdb.command(f"-data-evaluate-expression --thread {thread} --frame {level} {mi_quote(expression)}")
+        except GdbCommandError as err:
+            return err.gdb_message
         return None
-    return match.group(0)
+
 
 
 def _python_index(stack: MixedStack, index: int) -> int:

@@ -24,7 +24,11 @@ from mixdbg.stack import Frame, MixedStack
 
 log = logging.getLogger(__name__)
 
-STEP_KINDS = ("next", "stepIn", "stepOut")
+STEP_KINDS = ("next", "stepIn", "stepOut", "nextInstruction", "stepInstruction")
+#: One machine instruction (the Disassembly view's steps): gdb's nexti and stepi in a
+#: native frame, and reported wherever they end (glue too); a line in a Python frame.
+INSTRUCTION_STEPS = {"nextInstruction": ("-exec-next-instruction", "next"),
+                     "stepInstruction": ("-exec-step-instruction", "stepIn")}
 #: A user's native function in one process image: (pid, the image's layout, source, name).
 EntryKey = tuple[int, Optional[tuple[str, ...]], str, str]
 #: How many times a native step may pass through glue before it is reported where it is.
@@ -125,9 +129,13 @@ class Stepper:
         if kind not in STEP_KINDS:
             raise UsageError(f"unknown step {kind!r}")
         self.hops = 0
+        if at.in_python and kind in INSTRUCTION_STEPS:
+            kind = INSTRUCTION_STEPS[kind][1]
         self.kind = kind
         if at.in_python:
             self._python_step(kind, at)
+        elif kind in INSTRUCTION_STEPS:
+            self._gdb_step(INSTRUCTION_STEPS[kind][0], at.thread, at.level)
         else:
             self._native_step(kind, at)
 
@@ -192,7 +200,7 @@ class Stepper:
                 self._queue_signal(at.thread, signal)
                 self.resume_all()
                 return False
-        if self.hops >= MAX_GLUE_HOPS or not stack.frames:
+        if self.hops >= MAX_GLUE_HOPS or not stack.frames or self.kind in INSTRUCTION_STEPS:
             return True
         top = stack.frames[0]
         if top.kind == "python" or (top.file is not None and not is_glue_source(top.file)

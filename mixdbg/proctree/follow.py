@@ -269,6 +269,14 @@ class ProcessTree:
         """The gdb inferior ("i2") of live process ``pid``, if followed."""
         return next((p.inferior for p in self.table.live() if p.pid == pid), None)
 
+    def one_thread_each(self) -> list[tuple[str, str]]:
+        """(inferior, one of its gdb threads) of each live process that is shown (not
+        quiet), the root first: where something must be set once per process (gdb binds a
+        watchpoint or an address breakpoint to the inferior selected when it is set)."""
+        threads = self.table.threads_by_inferior()
+        return [(p.inferior, threads[p.inferior][0]) for p in self.table.live()
+                if not p.quiet and threads.get(p.inferior)]
+
     def live_pids(self) -> list[int]:
         """Pids of the processes still followed, children first (the order to let go in)."""
         return [p.pid for p in reversed(self.table.live())]

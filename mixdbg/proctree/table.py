@@ -97,6 +97,13 @@ class ProcessTable:
         live = {p.inferior for p in self.live()}
         return [thread for thread, inferior in self._thread_inferior.items() if inferior in live]
 
+    def threads_by_inferior(self) -> dict[str, list[str]]:
+        """gdb thread ids of each inferior, oldest first (a process's first is its main thread)."""
+        found: dict[str, list[str]] = {}
+        for thread, inferior in self._thread_inferior.items():
+            found.setdefault(inferior, []).append(thread)
+        return found
+
     def ended(self, process: Process) -> None:
         """The process exited or was let go: drop its threads."""
         process.ended = True

@@ -83,6 +83,8 @@ class StopSession:
         if name == "completions":
             return {"targets": completions(self.frames[self._index(command)], str(command.get("text", "")),
                                            int(command.get("column", 1)), command.get("line"))}
+        if name == "modules":
+            return {"modules": values.loaded_modules()}
         raise ValueError(f"unknown command {name!r}")
 
     # --- where a request points -------------------------------------------------------

@@ -12,6 +12,7 @@ import collections
 import ctypes
 import itertools
 import json
+import os
 import re
 import reprlib
 import sys
@@ -159,6 +160,21 @@ def interpolate(message: str, frame: FrameType) -> str:
     return re.sub(r"\{([^{}]+)\}", value, message)
 
 
+def loaded_modules() -> list[dict[str, str]]:
+    """The program's imported modules that come from a file, as debugpy describes a module:
+    name, path and, where the module has one, its ``__version__`` (mixdbg's agent's own left
+    out)."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or name.startswith("_mixdbg_agent"):
+            continue
+        entry = {"name": name, "path": os.path.abspath(path)}
+        version = getattr(module, "__version__", None)
+        if isinstance(version, (str, int, float)):
+            entry["version"] = str(version)
+        found.append(entry)
+    return found
 
 
 def set_local(frame: FrameType, name: str, value: object) -> None:

@@ -105,6 +105,24 @@ class DapConnection:
             message["arguments"] = dict(arguments)
         return self._send(message)
 
+    def send_bytes(self, data: bytes, command: str | None = None) -> int:
+        """Send ``data`` as it is (a malformed message, unchecked); with ``command``, a
+        response to it is expected under the next ``seq``, which is returned (the caller
+        puts that seq in ``data``)."""
+        with self._send_lock:
+            seq = next(self._seq)
+            if command is not None:
+                self._sent[seq] = (command, time.monotonic())
+            self._stream.send(data)
+        return seq
+
+    def next_seq(self) -> int:
+        """The ``seq`` the next message sent will carry (for :meth:`send_bytes`)."""
+        with self._send_lock:
+            upcoming = next(self._seq)
+            self._seq = itertools.count(upcoming)
+        return upcoming
+
     def wait_response(self, seq: int, timeout: float | None = None) -> Message:
         """The response to request ``seq``, successful or not."""
         command = self._sent[seq][0]

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 #: The C API module's source, shared with the terminal tests.
 CAPI_SOURCE = HERE.parent / "cext" / "mixdbg_testext.c"
 GEOM_SOURCE = HERE / "native" / "geom.cpp"
+MEMLAB_SOURCE = HERE / "native" / "memlab.c"
 CYTHON_SOURCE = HERE / "native" / "cyloop.pyx"
 #: The driver scripts, copied beside the modules (so ``import geom`` works from them).
 SCRIPTS = HERE / "scripts"
@@ -118,6 +120,18 @@ class NativeSet:
             raise FileNotFoundError(f"no driver script {name} in {SCRIPTS}")
         return self.path(name)
 
+    def run_beating(self, setup: str, step: str, beat: Path) -> subprocess.Popen[bytes]:
+        """A process of this set's interpreter (this machine's) that runs ``setup``, then
+        ``step`` forever, touching ``beat`` after each and sleeping 20 ms: a program to attach
+        to. Returned once it has beaten (30 s at most); the caller ends it."""
+        program = (f"import sys, time\n{setup}\nwhile True:\n    {step}\n    open(sys.argv[1], 'w').close()\n"
+                   "    time.sleep(0.02)\n")
+        process = subprocess.Popen([self.python, "-c", program, str(beat)], env=self.env())
+        deadline = time.monotonic() + 30
+        while not beat.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        return process
+
     def line(self, name: str, marker: str) -> int:
         """The line of ``marker`` in the file ``name`` of the build directory (a driver script
         or a module's source)."""
@@ -144,12 +158,22 @@ class NativeSet:
         _check(done, compile_command)
         return NativeModule(name, self.path(f"{name}{self.ext_suffix}"), self.path(source.name), local)
 
+    def _c_module(self, name: str, source: Path) -> NativeModule:
+        """A C API module built from one C file."""
+        return self._build(name, source, [
+            self._compiler("cc"), "-g", "-O0", "-shared", "-fPIC", f"-I{self.include}", source.name,
+            "-o", f"{name}{self.ext_suffix}"])
+
     @cached_property
     def capi(self) -> NativeModule:
         """The C API module ``mixdbg_testext`` (``tests/cext/mixdbg_testext.c``)."""
-        return self._build("mixdbg_testext", CAPI_SOURCE, [
-            self._compiler("cc"), "-g", "-O0", "-shared", "-fPIC", f"-I{self.include}", CAPI_SOURCE.name,
-            "-o", f"mixdbg_testext{self.ext_suffix}"])
+        return self._c_module("mixdbg_testext", CAPI_SOURCE)
+
+    @cached_property
+    def memlab(self) -> NativeModule:
+        """The C API module ``memlab`` (``tests/dap/native/memlab.c``): a buffer, its
+        checksum, a global bumped in a loop."""
+        return self._c_module("memlab", MEMLAB_SOURCE)
 
     @cached_property
     def geom(self) -> NativeModule:

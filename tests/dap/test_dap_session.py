@@ -4,8 +4,6 @@ run with evaluation at each, bad input. Every message is checked against the sch
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -130,13 +128,8 @@ def test_attach_by_pid_stops_natively_and_disconnect_leaves_it_running(dap: DapC
                                                                       tmp_path: Path) -> None:
     # Given a running Python process (ours) calling the C extension in a loop
     beat = tmp_path / "beat"
-    program = ("import os, sys, time, mixdbg_testext as ext\n"
-               "while True:\n    ext.loop(1)\n    open(sys.argv[1], 'w').close()\n    time.sleep(0.02)\n")
-    process = subprocess.Popen([sys.executable, "-c", program, str(beat)], env=natives.env())
+    process = natives.run_beating("import mixdbg_testext as ext", "ext.loop(1)", beat)
     try:
-        deadline = time.monotonic() + 30
-        while not beat.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
         # When attaching with a function breakpoint: a native stop, Python breakpoints refused in one line
         startup = dap.attach({"processId": process.pid}, function_breakpoints=["native_step"],
                              breakpoints={tmp_path / "x.py": [1]})

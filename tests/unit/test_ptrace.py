@@ -364,7 +364,7 @@ def test_unrelated_gdb_error_is_not_called_a_permission_problem(tmp_path: Path) 
 @pytest.mark.timeout(60)
 def test_set_ptracer_reports_whether_yama_took_it_and_never_breaks_the_process() -> None:
     yama = Path("/proc/sys/kernel/yama/ptrace_scope").exists()
-    code = ("import os, mixdbg.ptrace as p\n"
+    code = ("import os, mixdbg.yama_optin as p\n"
             "print(p.set_ptracer(None), p.set_ptracer(os.getppid()), p.set_ptracer(0))\n"
             "print('still running')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,

@@ -60,11 +60,14 @@ class ServerOptions:
     """How a test's code-server differs from the usual one (pass as the ``code_server``
     fixture's indirect parameter): the VS Code version; whether the user settings set
     ``mixdbg.python`` to this interpreter; whether ``python3`` on the server's PATH is an
-    interpreter without mixdbg for the extension host (see ``bare_python``)."""
+    interpreter without mixdbg for the extension host (see ``bare_python``); which other
+    extensions are installed."""
 
     vscode: str = OLDEST
     mixdbg_python: bool = True
     bare_python3: bool = False
+    #: Other extensions' ``.vsix`` files to install beside ours (e.g. the Hex Editor).
+    extensions: tuple[Path, ...] = ()
 
 
 #: Runs a test that takes ``code_server`` once on each VS Code of ``BUILDS``: the newer ones
@@ -208,6 +211,9 @@ def code_server(vscode_real: Path, tmp_path: Path, request: pytest.FixtureReques
     installed = subprocess.run([sys.executable, "-m", "mixdbg", "setup", "--install-extension", "--editor", str(cli)],
                                capture_output=True, text=True, timeout=180, check=False)
     assert installed.returncode == 0, installed.stderr
+    for extension in options.extensions:
+        subprocess.run([str(cli), "--install-extension", str(extension), "--force"], capture_output=True, text=True,
+                       timeout=180, check=True)
     port = _free_port()
     log = state / "server.log"
     with log.open("wb") as out:

@@ -20,8 +20,11 @@ class Polygon {
 public:
     Polygon(std::string name, const std::vector<std::pair<double, double>> &corners) : name(std::move(name))
     {
-        for (const auto &corner : corners)
+        for (const auto &corner : corners) {
             points.push_back(Point{corner.first, corner.second});
+            xs.push_back(corner.first);
+            ys.push_back(corner.second);
+        }
     }
 
     double area() const
@@ -37,6 +40,7 @@ public:
 
     std::string name;
     std::vector<Point> points;
+    std::vector<double> xs, ys; // the corners' coordinates: libstdc++ in expressions
 };
 
 double total_area(const std::vector<Polygon> &polys, const py::function &scale)
