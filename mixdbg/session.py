@@ -16,6 +16,7 @@ running unless the user asked to kill it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
@@ -116,8 +117,9 @@ class Session:
         self.python = PythonStops(self.gdb, hub, self.inspect,
                                   lambda: set(self.tree.live_pids()) | ({self.pid} if self.pid else set()))
         self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume,
-                               lambda command: self.python.tell(self.stop, command), self.python.alive,
-                               self.solibs.read, self.python.step_signal)
+                               lambda command, **arguments: self.python.tell(self.stop, command, **arguments),
+                               self.python.alive, self.solibs.read, self.python.step_signal, self.python.mark,
+                               self._attend_agents)
         self._reply: dict[str, Any] | None = None
         self._released = False  # the gate just opened: see release
         self._deferred: list[Action] = []
@@ -213,6 +215,7 @@ class Session:
         them (they are exiting: gdb refuses until it has seen the exits), the exits are
         awaited, and the resume retried meanwhile (``_unstick``)."""
         if self.state == "stopped":
+            self._attend_agents()
             self._leave_stop()
             if not self.tree.continue_all():
                 self._reconcile()
@@ -220,24 +223,39 @@ class Session:
                 self._stalled = 1
             self.state = "running"
 
-    def step(self, kind: str, thread: int, index: int) -> None:
+    def step(self, kind: str, thread: int, index: int, target: dict[str, Any] | None = None) -> None:
         """Step ``kind`` (next, stepIn, stepOut) from frame ``index`` of ``thread``'s mixed
-        stack, in either language, across the boundary where the code goes there."""
+        stack, in either language, across the boundary where the code goes there;
+        ``target``: a Step Into Target's call (see ``python_targets``)."""
         self._require_stopped("steps")
         last = self.last_stop
         own_frame = last is not None and last.thread == thread and last.reason in ("breakpoint", "step")
         at = self.inspect.step_context(self.stop, thread, index, native_stop_frame=own_frame)
         if not at.native_stop_frame and not 0 <= index < len(at.stack.frames):
             raise UsageError(f"no frame #{index} in thread {thread}")
-        self.stepper.step(kind, at)
+        self.stepper.step(kind, at, target)
         if self.state == "stopped":  # a gdb step: the tree runs until its stop
             self.state = "running"
             self.inspect.forget()
             self.stop = None
 
     def configure_agents(self, **changes: Any) -> None:
-        """Change what the Python agents are told (see ``pystops``)."""
-        self.python.configure(self.state == "stopped", **changes)
+        """Change what the Python agents are told (see ``pystops``). The agents read it when
+        the tree resumes; a running tree is stopped for that, unseen (as ``_unstick``
+        does), and resumed at once."""
+        if self.python.configure(**changes) and self.state == "running" and not self._kicking:
+            self._kicking = True
+            self.gdb.command("-exec-interrupt")
+
+    def _attend_agents(self) -> None:
+        """Before the tree runs: every agent applies what the engine left pending (``attention``)."""
+        self.python.attend(self.stop, self._queue_agent_signal)
+
+    def _queue_agent_signal(self, pid: int, number: int) -> None:
+        """Have gdb deliver the agent's signal to process ``pid``'s main thread as it resumes."""
+        main = next((thread for thread in self.inspect.threads() if thread.lwp == pid), None)
+        if main is not None:
+            self.stepper.queue_signal(main.id, number)
 
     def _leave_stop(self) -> None:
         """Before the tree runs: a thread at a Python stop is told to continue (unless a
@@ -259,6 +277,25 @@ class Session:
         finally:
             reply, self._reply = self._reply, None
         return self.python.asked(reply)
+
+    def python_request(self, thread: int, request: dict[str, Any]) -> dict[str, Any]:
+        """A request of the tracer (Step Into targets, jump targets) at the Python stop of
+        ``thread``: its reply's body, or ``UsageError`` where there is no such stop."""
+        if self.stop is None or self.stop.mailbox is None or self.stop.thread != thread:
+            raise UsageError("this needs the thread stopped in Python (at a Python breakpoint or step)")
+        return self._agent_request(request)
+
+    def jump(self, thread: int, line: int) -> None:
+        """Make the Python frame stopped in ``thread`` go on from ``line`` of its function,
+        then report the stop there (reason ``goto``), as debugpy's Jump to Cursor does."""
+        self.python_request(thread, {"command": "goto", "line": line})
+        last = self.last_stop
+        if last is None or last.python is None:
+            return
+        self.inspect.forget()
+        message = dict(last.python, reason="goto", breakpoints=[], description=f"Jumped to line {line}")
+        self.last_stop = dataclasses.replace(last, reason="goto", breakpoint=None, python=message)
+        self.emit(self.last_stop)
 
     def interrupt(self) -> None:
         """Stop the running debuggee; the stop is reported as an ``interrupt``."""

@@ -22,6 +22,7 @@ from mixdbg.dap import breakpoints as _breakpoints  # registers its requests, wo
 from mixdbg.dap import execution as _execution  # noqa: F401
 from mixdbg.dap import inspection as _inspection  # noqa: F401
 from mixdbg.dap import lifecycle as _lifecycle  # noqa: F401
+from mixdbg.dap import python_steps as _python_steps  # noqa: F401
 from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import ClientGone, Connection, DapError, read_message
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 
 #: What a stop's reason is called in DAP.
 STOP_REASONS = {"breakpoint": "breakpoint", "step": "step", "signal": "exception", "interrupt": "pause",
-                "entry": "entry", "exception": "exception", "other": "pause"}
+                "entry": "entry", "exception": "exception", "goto": "goto", "other": "pause"}
 
 Frame = tuple[int, int]  # (thread, index in its mixed stack)
 Reference = Union[tuple[str, int, int], tuple[str, str, Any]]

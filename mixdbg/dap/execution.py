@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mixdbg.dap.protocol import DapError
+from mixdbg.dap.python_steps import step_target
 from mixdbg.dap.registry import request
 from mixdbg.session import Session
 
@@ -34,8 +35,9 @@ def _step(adapter: Adapter, arguments: dict[str, Any], kind: str) -> None:
     session = _session(adapter)
     if session.state != "stopped":
         raise DapError("the program is running; steps start from a stop")
+    target = step_target(adapter, int(arguments["targetId"])) if arguments.get("targetId") is not None else None
     adapter.resumed()
-    session.step(kind, int(arguments["threadId"]), 0)
+    session.step(kind, int(arguments["threadId"]), 0, target)
 
 
 @request("next")
@@ -46,7 +48,8 @@ def next_(adapter: Adapter, arguments: dict[str, Any]) -> None:
 
 @request("stepIn")
 def step_in(adapter: Adapter, arguments: dict[str, Any]) -> None:
-    """Step into the call on this line, across the boundary when it goes there."""
+    """Step into the call on this line, across the boundary when it goes there; with a
+    ``targetId`` (Step Into Target), into that call of the Python line."""
     _step(adapter, arguments, "stepIn")
 
 

@@ -38,6 +38,9 @@ EXCEPTION_FILTERS = [
      "description": "Stop when a Python exception ends a thread or the program"},
     {"filter": "python-raised", "label": "Raised Python exceptions", "default": False,
      "description": "Stop where your Python code raises an exception"},
+    {"filter": "python-user-uncaught", "label": "User uncaught Python exceptions", "default": False,
+     "description": "Stop where a Python exception leaves your code for library code that catches it "
+                    "(a ThreadPoolExecutor worker, a framework's handler)"},
 ]
 
 
@@ -95,7 +98,8 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
         return
     adapter.hub = AgentHub(adapter.agent_message)
     adapter.hub.configure(just_my_code=bool(arguments.get("justMyCode", True)),
-                          stop_on_entry=bool(arguments.get("stopOnEntry", False)))
+                          stop_on_entry=bool(arguments.get("stopOnEntry", False)),
+                          show_return_value=bool(arguments.get("showReturnValue", True)))
     hub = adapter.hub
 
     def start_program() -> None:  # while gdb boots; held at its gate until configurationDone

@@ -84,13 +84,17 @@ class Stepper:
     gdb: GdbMi
     write: agents.WriteMemory
     resume_all: Callable[[], None]
-    tell_agent: Callable[[str], None]
+    tell_agent: Callable[..., None]
     #: Every process's agent shared block (pid -> address): all are disarmed at a stop.
     agents_of: Callable[[], dict[int, int]] = dict
     #: Make gdb read a loaded library's symbols (it reads only those breakpoints need).
     read_library: Callable[[str], None] = lambda path: None
     #: The signal a process's agent stops at after a native Step Out (None: it has none).
     step_signal_of: Callable[[int], int | None] = lambda pid: None
+    #: A step was armed in process ``pid``'s agent: it must apply it before it runs on.
+    mark: Callable[[int], None] = lambda pid: None
+    #: Before gdb runs the tree for a step: tell the agents what is pending (``attention``).
+    attend: Callable[[], None] = lambda: None
     temporary: list[str] = field(default_factory=list)
     #: A gdb step of ours is under way on this thread (its stops may need a glue hop).
     native_thread: int | None = None
@@ -120,13 +124,19 @@ class Stepper:
             except DebuggerError as err:  # an exiting process: nothing left to disarm
                 log.debug("disarming PID %d: %s", pid, err.message)
 
-    def step(self, kind: str, at: StepContext) -> None:
-        """Start step ``kind`` (next, stepIn, stepOut) from frame ``at.index``."""
+    def step(self, kind: str, at: StepContext, target: dict[str, Any] | None = None) -> None:
+        """Start step ``kind`` (next, stepIn, stepOut) from frame ``at.index``; ``target``: a
+        Step Into Target's call (``{"target": name, "skip": n}``, Python stops only)."""
         if kind not in STEP_KINDS:
             raise UsageError(f"unknown step {kind!r}")
         self.hops = 0
         self.kind = kind
-        if at.in_python:
+        if target is not None:
+            if not at.in_python or at.mailbox is None or at.index != first_visible(at.stack):
+                raise UsageError("Step Into Target steps from the frame of a Python stop")
+            self.tell_agent("stepIn", **target)
+            self.resume_all()
+        elif at.in_python:
             self._python_step(kind, at)
         else:
             self._native_step(kind, at)
@@ -189,7 +199,7 @@ class Stepper:
             (depth, signal), self.landing = self.landing, None
             visible = first_visible(stack)
             if visible is not None and stack.frames[visible].depth == depth:
-                self._queue_signal(at.thread, signal)
+                self.queue_signal(at.thread, signal)
                 self.resume_all()
                 return False
         if self.hops >= MAX_GLUE_HOPS or not stack.frames:
@@ -266,6 +276,7 @@ class Stepper:
         if at.shared is None:
             return
         agents.arm_slot(self.write, at.pid, at.shared, at.tid, mode, depth)
+        self.mark(at.pid)
 
     def _temporary_break(self, location: str, thread: int, explicit: bool = False) -> None:
         """A temporary breakpoint on ``thread`` at ``location`` (a linespec, or with
@@ -279,7 +290,7 @@ class Stepper:
         log.debug("step breakpoint %s at %s", result["bkpt"].get("number"), location)
         self.temporary.append(str(result["bkpt"]["number"]))
 
-    def _queue_signal(self, thread: int, number: int) -> None:
+    def queue_signal(self, thread: int, number: int) -> None:
         """Have gdb deliver signal ``number`` to ``thread`` as it resumes, without stopping
         (gdb is told once per signal to pass it silently)."""
         name = f"SIG{number}"
@@ -294,6 +305,7 @@ class Stepper:
 
     def _gdb_step(self, command: str, thread: int, level: int) -> None:
         self.native_thread = thread
+        self.attend()
         try:
             self.gdb.command(f"{command} --thread {thread} --frame {level}")
         except GdbCommandError as err:

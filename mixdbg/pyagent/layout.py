@@ -11,7 +11,7 @@ import json
 from typing import Any, Callable
 
 MAGIC = 0x4741474244584D4D  # b"MMXDBGAG" read as a little-endian u64; Shared and Mailbox
-VERSION = 1
+VERSION = 2
 STEP_IN, STEP_TO_DEPTH, STEP_OUT = 1, 2, 3  # Slot.mode (0: a free slot)
 OUT_SIZE, IN_SIZE = 1 << 20, 64 << 10
 
@@ -23,10 +23,14 @@ class Slot(ctypes.Structure):
 
 
 class Shared(ctypes.Structure):
-    """The process's one shared block; the engine finds it through the hello message."""
+    """The process's one shared block; the engine finds it through the hello message.
+    ``attend`` and ``frame_trace`` (3.10/3.11) are where the engine gets a thread's attention:
+    the address of the agent's attention tracer, and the offset of ``f_trace`` in a frame
+    object (see docs/dap-design.md, "Attention")."""
 
     _fields_ = [("magic", ctypes.c_uint64), ("version", ctypes.c_uint32), ("armed", ctypes.c_uint32),
-                ("slots", Slot * 16)]
+                ("slots", Slot * 16), ("attend", ctypes.c_uint64), ("frame_trace", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32)]
 
 
 class Mailbox(ctypes.Structure):

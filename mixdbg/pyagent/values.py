@@ -187,8 +187,11 @@ def interpolate(message: str, frame: FrameType) -> str:
 class StopSession:
     """The requests served at one stop of one thread."""
 
-    def __init__(self, frames: list[FrameType]) -> None:
+    def __init__(self, frames: list[FrameType], returns: list[tuple[str, object]] | tuple[()] = ()) -> None:
+        """``returns``: the return values a step saw for the stopped frame (frame 0), shown
+        first among its locals as ``(return) name``, as debugpy shows them."""
         self.frames = frames
+        self.returns = list(returns)
         self.refs: list[object] = []
 
     def handle(self, command: dict[str, Any]) -> dict[str, Any]:
@@ -206,6 +209,8 @@ class StopSession:
             frame = self._frame(command)
             scope = frame.f_globals if command.get("scope") == "globals" else frame.f_locals
             names = [(str(key), item) for key, item in list(scope.items()) if key != "__builtins__"]
+            if command.get("scope") != "globals" and int(command.get("frame", 0)) == 0:
+                names = [(f"(return) {name}", value) for name, value in self.returns] + names
             return {"variables": [self.variable(key, item) for key, item in names]}
         if name == "children":
             ref = int(command["ref"])

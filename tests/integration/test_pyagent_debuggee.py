@@ -348,10 +348,9 @@ def test_fork_child_says_hello_and_stops(python: str) -> None:
         trap = engine.stop("breakpoint")
         assert trap.pid == parent["hello"] and trap.line == line_of(FORK, "parent")
         engine.resume(trap, {"command": "continue"})
-        assert wait().stdout == "parent done\n"
-        # each process's reader thread said which it is (not its main thread: the engine hides it)
-        readers = {engine.readers.get(timeout=10), engine.readers.get(timeout=10)}
-        assert len(readers) == 2 and not readers & {parent["hello"], child["hello"]}
+        result = wait()
+    # the program saw one thread (3.12+ warns at a fork of a threaded process, on stderr)
+    assert (result.stdout, result.stderr) == ("parent done\n", "")
 
 
 def test_engine_arms_slots_and_empty_in_continues(python: str) -> None:
@@ -376,7 +375,7 @@ def test_breakpoints_set_while_running(python: str) -> None:
     source = "import time\nfor n in range(400):\n    time.sleep(0.01)  # @sleep\nprint('end')\n"
     with debuggee(source, python, []) as (engine, wait):
         engine.hellos.get(timeout=10)
-        engine.configure({"breakpoints": {"SCRIPT": [{"id": 7, "line": line_of(source, "sleep")}]}})
+        engine.configure_running({"breakpoints": {"SCRIPT": [{"id": 7, "line": line_of(source, "sleep")}]}})
         trap = engine.stop("breakpoint")
         assert trap.out["breakpoints"] == [7]
         engine.configure({"breakpoints": {}})

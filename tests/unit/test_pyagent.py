@@ -22,7 +22,8 @@ def test_layout_is_the_contracts() -> None:
     assert [(name, getattr(layout.Shared, name).offset) for name in ("magic", "version", "armed", "slots")] == [
         ("magic", 0), ("version", 8), ("armed", 12), ("slots", 16)]
     assert ctypes.sizeof(layout.Slot) == 16 and layout.Slot.mode.offset == 8 and layout.Slot.depth.offset == 12
-    assert ctypes.sizeof(layout.Shared) == 16 + 16 * 16
+    assert ctypes.sizeof(layout.Shared) == 16 + 16 * 16 + 16
+    assert (layout.Shared.attend.offset, layout.Shared.frame_trace.offset) == (272, 280)
     offsets = [getattr(layout.Mailbox, name).offset for name in ("magic", "shared", "tid", "out_len", "in_len",
                                                                 "out", "in_")]
     assert offsets == [0, 8, 16, 24, 28, 32, 32 + (1 << 20)]

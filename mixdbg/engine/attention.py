@@ -1,0 +1,66 @@
+"""Getting a Python agent's attention from a stop: the engine wrote configuration or armed
+a step while the process was stopped, and the agent must apply it before the program runs
+another Python line (``docs/dap-design.md``, "Attention"). The agent has no thread of its
+own, and its tracer sees only the events it asked for; so the engine, before it resumes:
+
+- adds 1 to ``armed`` beyond the slots in use (``agents.nudge``): any event the agent sees
+  applies what is pending;
+- on 3.10/3.11 (``sys.settrace``) writes the agent's attention tracer into the ``f_trace``
+  of the innermost Python frame of every thread that has none (``wake_frames``): the
+  next line of any thread is then an event, exact in every thread;
+- on 3.12+ (``sys.monitoring``, where events are per code object, not per frame) has gdb
+  deliver the agent's signal to the main thread, whose handler runs at its next check for
+  pending work: exact for the main thread (the call returning into Python, a callback's
+  start); another thread that holds the GIL may run on for up to the switch interval
+  (5 ms) first.
+
+This module owns the frame writes; the session decides when (``pystops``).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+
+from mixdbg import pyruntime
+from mixdbg.engine import agents
+from mixdbg.errors import NotFoundError
+from mixdbg.memory import MemoryReadError, ProcMemory, ReadMemory
+from mixdbg.pyframes import Unsupported, open_interpreter
+
+log = logging.getLogger(__name__)
+
+#: 3.11: where an interpreter frame keeps its frame object (``_PyInterpreterFrame.frame_obj``).
+FRAME_OBJECT_311 = 40
+
+
+def wake_frames(pid: int, shared: int, write: agents.WriteMemory) -> int:
+    """Give the innermost Python frame of each thread of ``pid`` the agent's attention
+    tracer, where it has no tracer; the number of frames written (0: not a 3.10/3.11
+    agent, or its frames unreadable: the caller then falls back to the signal)."""
+    attend, offset = agents.attend_fields(pid, shared)
+    if not attend or not offset:
+        return 0
+    try:
+        found = pyruntime.find_runtime(pid)
+        with ProcMemory(pid) as read:
+            interpreter = open_interpreter(read, found.runtime, found.py_version or None, found.hint)
+            objects = [_frame_object(read, interpreter.layout.minor, thread.frames[0].address)
+                       for thread in interpreter.threads() if thread.frames]
+            empty = [obj for obj in objects if obj and not struct.unpack("<Q", read(obj + offset, 8))[0]]
+    except (NotFoundError, Unsupported, MemoryReadError) as err:
+        log.info("PID %d: no frame to wake (%s)", pid, err)
+        return 0
+    for obj in empty:
+        write(pid, obj + offset, struct.pack("<Q", attend))
+    return len(empty)
+
+
+def _frame_object(read: ReadMemory, minor: int, address: int) -> int:
+    """The frame object of the Python frame at ``address`` (3.10: it is one; 3.11: the
+    interpreter frame points at it, or 0 when none was made)."""
+    if minor == 10:
+        return address
+    if minor == 11:
+        return int(struct.unpack("<Q", read(address + FRAME_OBJECT_311, 8))[0])
+    return 0

@@ -1,0 +1,312 @@
+"""The agent's tracer on Python 3.10 and 3.11 (and on 3.12+ when no ``sys.monitoring`` tool
+id is free): ``sys.settrace``, with a line tracer only on the frames that need one.
+
+Every new frame passes the global trace function (the interpreter calls it at each call).
+A frame gets a local tracer only when its code holds a breakpoint, a step on its thread
+needs it (its frame or a caller's), an exception filter needs its exception events, or
+stopOnEntry waits for it; every other frame runs without one: no line event reaches
+Python. Frames already running when that changes get their tracer from the thread that
+applies the change (``sys._current_frames``); a frame the engine must reach while the
+process is stopped in native code gets :func:`attend` as its tracer, written into its
+``f_trace`` by the engine (the shared block says where).
+
+Standard library only; loaded by path beside ``agent.py`` as ``_mixdbg_agent_settrace``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dis
+import sys
+import threading
+from collections.abc import Iterator
+from types import CodeType, FrameType
+from typing import Any, Callable
+
+NAME = "settrace"
+Tracer = Callable[[FrameType, str, Any], Any]
+
+agent: Any = None  # the agent module (install)
+_armed: Any = memoryview(bytearray(4)).cast("I")  # the shared block's ``armed`` (install)
+#: co_filename -> None (no local tracer), a tracer for all its frames, or a dict by code id
+#: (a file with breakpoints: only the code objects that hold one get line events).
+_tracers: dict[str, Any] = {}
+#: Replaced when the configuration changes: a line tracer made before sees it and steps aside.
+_generation: list[object] = [object()]
+#: Opcodes of a frame that leaves with a value, not an exception ('return' events carry
+#: None both for ``return None`` and for an exception).
+_LEAVING = frozenset(dis.opmap[name] for name in ("RETURN_VALUE", "YIELD_VALUE", "YIELD_FROM", "SEND")
+                     if name in dis.opmap)
+
+
+def install(core: Any) -> None:
+    """Bind the agent; publish :func:`attend` and where a frame keeps ``f_trace``."""
+    global agent, _armed
+    agent, _armed = core, core.armed
+    # The engine writes attend's address into frames' f_trace without a reference of
+    # their own: it must never be freed (frames release theirs when they end).
+    ctypes.c_ssize_t.from_address(id(attend)).value += 1 << 40
+    core._shared.attend = id(attend)
+    core._shared.frame_trace = _f_trace_offset()
+
+
+def _f_trace_offset() -> int:
+    """Where a frame object keeps ``f_trace``: found by setting it and looking (0: not found)."""
+    frame = sys._getframe()
+    frame.f_trace = attend
+    try:
+        raw = ctypes.string_at(id(frame), 256)
+    finally:
+        frame.f_trace = None
+    address = id(attend).to_bytes(8, sys.byteorder)
+    found = [offset for offset in range(0, len(raw), 8) if raw[offset:offset + 8] == address]
+    return found[0] if len(found) == 1 else 0
+
+
+def start() -> None:
+    """Trace this thread and the threads ``threading`` starts from now on."""
+    threading.settrace(_trace_call)
+    sys.settrace(_trace_entry_call if agent.entry_pending else _trace_call)
+
+
+# --- choosing a frame's tracer -------------------------------------------------------------
+
+def _file_tracer(filename: str) -> Any:
+    info = agent.file_info(filename)
+    if info.lines:
+        tracer: Any = {}
+    elif info.user and (agent.exceptions.raised or agent.exceptions.user):
+        tracer = _trace_events
+    else:
+        tracer = None
+    _tracers[filename] = tracer
+    return tracer
+
+
+def _code_tracer(codes: dict[int, tuple[CodeType, Any]], code: CodeType) -> Any:
+    entry = codes.get(id(code))
+    if entry is not None and entry[0] is code:
+        return entry[1]
+    lines = agent.code_breakpoints(code)
+    if lines:
+        tracer: Any = _line_tracer(lines)
+    elif agent.is_user(code) and (agent.exceptions.raised or agent.exceptions.user):
+        tracer = _trace_events
+    else:
+        tracer = None
+    codes[id(code)] = (code, tracer)
+    return tracer
+
+
+def base_tracer(frame: FrameType) -> Any:
+    """The tracer a frame needs with no step armed: its code's breakpoints, the exception
+    filters, or stopOnEntry; None: none."""
+    code = frame.f_code
+    tracer = _tracers.get(code.co_filename, _file_tracer)
+    if tracer is _file_tracer:
+        tracer = _file_tracer(code.co_filename)
+    if tracer.__class__ is dict:
+        tracer = _code_tracer(tracer, code)
+    return tracer
+
+
+def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.get) -> Any:
+    """The global trace function: the local tracer of a new frame, most often none."""
+    code = frame.f_code
+    tracer = tracers(code.co_filename, _file_tracer)
+    if _armed[0]:
+        return _call_while_armed(frame)
+    if tracer is None:
+        return None
+    if tracer is _file_tracer:
+        tracer = _file_tracer(code.co_filename)
+        if tracer is None:
+            return None
+    if tracer.__class__ is dict:
+        tracer = _code_tracer(tracer, code)
+    if tracer is _trace_events:
+        frame.f_trace_lines = False
+    return tracer
+
+
+def _trace_entry_call(frame: FrameType, event: str, arg: Any) -> Any:
+    """The global trace function while stopOnEntry waits for the main module's first line."""
+    if not agent.entry_pending:
+        sys.settrace(_trace_call)
+        return _trace_call(frame, event, arg)
+    if agent.is_entry(frame):
+        sys.settrace(_trace_call)
+        return _trace_entry
+    return _trace_call(frame, event, arg)
+
+
+def _trace_entry(frame: FrameType, event: str, arg: Any) -> None:
+    """The main module's tracer until its first line: the entry stop."""
+    if event == "line" and agent.entry_pending:
+        agent.entry_stop(frame)
+    if frame.f_trace is _trace_entry:
+        frame.f_trace = base_tracer(frame)
+
+
+def _call_while_armed(frame: FrameType) -> Any:
+    """A new frame while something is armed: pending configuration first, then the step of
+    this thread (its lines, or its return value for the stop ahead)."""
+    agent.sync_configuration()
+    tracer = base_tracer(frame)
+    slot = agent.my_slot()
+    if slot is None:
+        return tracer
+    if agent.target_reached(frame, slot) or agent.step_needs_frame(frame, slot):
+        return _line_tracer(agent.code_breakpoints(frame.f_code)) if not _is_line_tracer(tracer) else tracer
+    if tracer is None and agent.show_return_value and slot.mode == agent.STEP_TO_DEPTH \
+            and agent.depth_of(frame) == slot.depth + 1:
+        frame.f_trace_lines = False
+        return _trace_events
+    return tracer
+
+
+def _is_line_tracer(tracer: Any) -> bool:
+    return getattr(tracer, "__name__", "") == "trace_lines"
+
+
+# --- the local tracers ---------------------------------------------------------------------
+
+def _line_tracer(lines: dict[int, list[dict[str, Any]]] | None) -> Tracer:
+    """The local tracer of a frame that needs line events: the breakpoints of its code
+    (``lines``), steps and everything else while ``armed``."""
+    get = lines.get if lines else None
+    generation = _generation[0]
+
+    def trace_lines(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "line":
+            if _armed[0]:  # the step, if any, keeps this tracer on the frame
+                current = generation is _generation[0]
+                agent.step_line(frame, lines if current else agent.code_breakpoints(frame.f_code))
+                return
+            if generation is not _generation[0]:  # made before the configuration changed
+                frame.f_trace = base_tracer(frame)
+                if frame.f_trace is not None:
+                    frame.f_trace(frame, event, arg)
+            elif get is not None:
+                breakpoints = get(frame.f_lineno)
+                if breakpoints is not None:
+                    agent.hit(frame, breakpoints)
+        else:
+            _trace_events(frame, event, arg)
+    return trace_lines
+
+
+def _trace_events(frame: FrameType, event: str, arg: Any) -> None:
+    """Returns, exceptions and the first instruction after a return (a frame's only
+    tracer when it needs no lines: set ``f_trace_lines`` off)."""
+    if event == "return":
+        _returning(frame, arg)
+    elif event == "exception":
+        _unwinds[threading.get_native_id()] = (frame, arg[1])
+        agent.raised(frame, arg[1])
+    elif event == "opcode":
+        frame.f_trace_opcodes = False
+        agent.returned_into(frame)
+
+
+#: Per thread: the frame an exception last went through, and the exception.
+_unwinds: dict[int, tuple[FrameType, BaseException]] = {}
+
+
+def _returning(frame: FrameType, value: Any) -> None:
+    unwinding = value is None and frame.f_code.co_code[frame.f_lasti] not in _LEAVING
+    if unwinding:
+        seen = _unwinds.get(threading.get_native_id())
+        if seen is not None and seen[0] is frame:
+            agent.unwinding(frame, seen[1])
+    if not _armed[0]:
+        return
+    caller = agent.step_return(frame, value, unwinding)
+    if caller is not None:
+        if caller.f_trace is None:
+            caller.f_trace = _trace_events
+            caller.f_trace_lines = False
+        caller.f_trace_opcodes = True
+        agent._thread().step_frames.append(caller)
+
+
+def attend(frame: FrameType, event: str, arg: Any) -> None:
+    """The tracer the engine writes into a frame while the process is stopped in native
+    code: at its first event, apply what the engine left pending, then give the frame the
+    tracer it needs (often none) and let that one see this event."""
+    agent.sync_configuration()
+    if frame.f_trace is attend:
+        frame.f_trace = base_tracer(frame)
+        slot = agent.my_slot()
+        if slot is not None and agent.step_needs_frame(frame, slot) and not _is_line_tracer(frame.f_trace):
+            frame.f_trace = _line_tracer(agent.code_breakpoints(frame.f_code))
+    tracer = frame.f_trace
+    if tracer is not None:
+        tracer(frame, event, arg)
+
+
+# --- what the agent asks of the tracer -----------------------------------------------------
+
+def configuration_changed() -> None:
+    """New breakpoints, filters or justMyCode: new frames choose again; running frames
+    whose code now holds a breakpoint get line events (the ``<module>`` loop too)."""
+    _tracers.clear()
+    _generation[0] = object()
+    if agent.entry_pending and sys.gettrace() is _trace_call:
+        sys.settrace(_trace_entry_call)
+    for top in list(sys._current_frames().values()):
+        frame: FrameType | None = top
+        while frame is not None:
+            if frame.f_trace is None and frame.f_code.co_filename not in agent._AGENT_FILES:
+                frame.f_trace = base_tracer(frame)
+            frame = frame.f_back
+
+
+def slots_armed() -> None:
+    """The engine armed steps at a native stop: the frames already on those threads' stacks
+    get line events (new frames choose theirs at their call)."""
+    by_native = {thread.native_id: thread.ident for thread in threading.enumerate()}
+    frames = sys._current_frames()
+    for slot in agent._shared.slots:
+        ident = by_native.get(slot.tid) if slot.mode else None
+        if ident is not None and ident in frames:
+            _trace_stack(frames[ident], agent._threads_of(slot.tid))
+
+
+def step_armed(frame: FrameType) -> None:
+    """The calling thread armed a step at ``frame``: it and its callers get line events."""
+    _trace_stack(frame, agent._thread())
+
+
+def _trace_stack(top: FrameType, state: Any) -> None:
+    frame: FrameType | None = top
+    while frame is not None:
+        if agent.is_user(frame.f_code) and not _is_line_tracer(frame.f_trace):
+            frame.f_trace = _line_tracer(agent.code_breakpoints(frame.f_code))
+            frame.f_trace_lines = True
+            state.step_frames.append(frame)
+        frame = frame.f_back
+
+
+def step_ended() -> None:
+    """The calling thread's step ended: its frames go back to the tracer they need."""
+    state = agent._threads.get(threading.get_native_id())
+    if state is None:
+        return
+    frames, state.step_frames = state.step_frames, []
+    for frame in frames:
+        frame.f_trace_opcodes = False
+        frame.f_trace = base_tracer(frame)
+        frame.f_trace_lines = True
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """No tracing of this thread meanwhile (evaluation at an uncaught exception's stop)."""
+    previous = sys.gettrace()
+    sys.settrace(None)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
