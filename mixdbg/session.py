@@ -109,6 +109,7 @@ class Session:
                                      attached=lambda: self.state != "detached", pid=lambda: self.pid)
         self.last_stop: Stopped | None = None
         self._kicking = False
+        self._pausing = False  # the user asked for a pause (an interrupt) not reported yet
         self._stalled = 0  # failed resumes in a row
         #: The Python agents (``mixdbg dap``), their trap's gdb breakpoint number.
         self.hub = hub
@@ -300,6 +301,7 @@ class Session:
     def interrupt(self) -> None:
         """Stop the running debuggee; the stop is reported as an ``interrupt``."""
         if self.state == "running":
+            self._pausing = True
             self.gdb.command("-exec-interrupt")
 
     def run(self) -> int:
@@ -419,7 +421,9 @@ class Session:
             self._on_breakpoint_hit(payload)
         elif reason == "signal-received" and payload.get("signal-name") != "SIGINT":
             self._report("signal", None, str(payload.get("signal-name")), payload)
-        elif reason in ("end-stepping-range", "function-finished", "location-reached"):
+        elif reason in ("end-stepping-range", "function-finished", "location-reached") or \
+                (not reason and self.stepper.native_thread is not None and not self._pausing):
+            # gdb 18 ends some finishes (into CPython's eval loop) with no reason at all
             self._on_step_end(payload)
         else:  # an interrupt (gdb says SIGINT, or gives no reason) or a stop gdb names otherwise
             self._report("interrupt" if reason in ("", "signal-received") else "other", None, None, payload)
@@ -498,6 +502,7 @@ class Session:
         thread_id = int(thread) if thread and str(thread).isdigit() else None
         process: Process | None = self.tree.stopped_in(payload)
         pid = process.pid if process else self.pid
+        self._pausing = False
         self.stepper.disarm()
         if pid is not None:
             self.view.select(pid)

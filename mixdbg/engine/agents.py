@@ -31,12 +31,12 @@ MAGIC = 0x4741474244584D4D
 VERSION = 2
 SLOT_COUNT = 16
 #: Shared block: u64 magic, u32 version, u32 armed, slots {u64 tid, u32 mode, u32 depth},
-#: u64 attend, u32 frame_trace (see ``attention``).
+#: then (see ``attention``) u64 attend, u64 trace_call, u64 attend_call, u32 frame_trace,
+#: u32 trace_object.
 ARMED_AT = 12
 SLOTS_AT = 16
 SLOT_SIZE = 16
 ATTEND_AT = SLOTS_AT + SLOT_COUNT * SLOT_SIZE
-FRAME_TRACE_AT = ATTEND_AT + 8
 #: Mailbox: u64 magic, u64 shared, u64 tid, u32 out_len, u32 in_len, out[OUT_SIZE], in[IN_SIZE].
 MAILBOX_HEADER = 32
 OUT_SIZE = 1 << 20
@@ -293,15 +293,26 @@ def nudge(write: WriteMemory, pid: int, shared: int) -> bool:
     return True
 
 
-def attend_fields(pid: int, shared: int) -> tuple[int, int]:
-    """The agent's attention tracer (its address) and where a frame object keeps ``f_trace``
-    (3.10/3.11 agents publish them; (0, 0) elsewhere)."""
+@dataclass(frozen=True)
+class Attention:
+    """How the engine gets a 3.10/3.11 agent's attention (all 0 elsewhere): the addresses of
+    its frame tracer, of its global trace function and of the one it takes while something
+    is armed; where a frame object keeps ``f_trace``, a thread state its trace object."""
+
+    attend: int
+    trace_call: int
+    attend_call: int
+    frame_trace: int
+    trace_object: int
+
+
+def attention_fields(pid: int, shared: int) -> Attention:
+    """What the agent of ``pid`` published for its attention (all 0 when unreadable)."""
     try:
         with ProcMemory(pid) as read:
-            attend, offset = struct.unpack("<QI", read(shared + ATTEND_AT, 12))
+            return Attention(*struct.unpack("<QQQII", read(shared + ATTEND_AT, 32)))
     except MemoryReadError:
-        return 0, 0
-    return attend, offset
+        return Attention(0, 0, 0, 0, 0)
 
 
 def _compact(values: dict[str, Any]) -> dict[str, Any]:

@@ -5,16 +5,18 @@ own, and its tracer sees only the events it asked for; so the engine, before it 
 
 - adds 1 to ``armed`` beyond the slots in use (``agents.nudge``): any event the agent sees
   applies what is pending;
-- on 3.10/3.11 (``sys.settrace``) writes the agent's attention tracer into the ``f_trace``
-  of the innermost Python frame of every thread that has none (``wake_frames``): the
-  next line of any thread is then an event, exact in every thread;
+- on 3.10/3.11 (``sys.settrace``) points every thread whose global trace function is the
+  agent's fast one at the agent's armed one (which reads ``armed`` at each call: the fast
+  one does not), and writes the agent's attention tracer into the ``f_trace`` of the
+  innermost Python frame of every thread that has none (``wake_threads``): the next call
+  or line of any thread is then an event, exact in every thread;
 - on 3.12+ (``sys.monitoring``, where events are per code object, not per frame) has gdb
   deliver the agent's signal to the main thread, whose handler runs at its next check for
   pending work: exact for the main thread (the call returning into Python, a callback's
   start); another thread that holds the GIL may run on for up to the switch interval
   (5 ms) first.
 
-This module owns the frame writes; the session decides when (``pystops``).
+This module owns those writes; the session decides when (``pystops``).
 """
 
 from __future__ import annotations
@@ -34,26 +36,35 @@ log = logging.getLogger(__name__)
 FRAME_OBJECT_311 = 40
 
 
-def wake_frames(pid: int, shared: int, write: agents.WriteMemory) -> int:
-    """Give the innermost Python frame of each thread of ``pid`` the agent's attention
-    tracer, where it has no tracer; the number of frames written (0: not a 3.10/3.11
-    agent, or its frames unreadable: the caller then falls back to the signal)."""
-    attend, offset = agents.attend_fields(pid, shared)
-    if not attend or not offset:
+def wake_threads(pid: int, shared: int, write: agents.WriteMemory) -> int:
+    """Point the threads of ``pid`` at the agent's armed trace function and their innermost
+    frame at its attention tracer (see the module doc); the number of threads woken (0:
+    not a 3.10/3.11 agent, or its threads unreadable: the caller falls back to the signal)."""
+    fields = agents.attention_fields(pid, shared)
+    if not (fields.attend and fields.attend_call and fields.frame_trace and fields.trace_object):
         return 0
+    writes: list[tuple[int, int]] = []
     try:
         found = pyruntime.find_runtime(pid)
         with ProcMemory(pid) as read:
             interpreter = open_interpreter(read, found.runtime, found.py_version or None, found.hint)
-            objects = [_frame_object(read, interpreter.layout.minor, thread.frames[0].address)
-                       for thread in interpreter.threads() if thread.frames]
-            empty = [obj for obj in objects if obj and not struct.unpack("<Q", read(obj + offset, 8))[0]]
+            for thread in interpreter.threads():
+                slot = thread.state + fields.trace_object
+                if thread.state and _word(read, slot) == fields.trace_call:
+                    writes.append((slot, fields.attend_call))
+                frame = _frame_object(read, interpreter.layout.minor, thread.frames[0].address) if thread.frames else 0
+                if frame and not _word(read, frame + fields.frame_trace):
+                    writes.append((frame + fields.frame_trace, fields.attend))
     except (NotFoundError, Unsupported, MemoryReadError) as err:
-        log.info("PID %d: no frame to wake (%s)", pid, err)
+        log.info("PID %d: no thread to wake (%s)", pid, err)
         return 0
-    for obj in empty:
-        write(pid, obj + offset, struct.pack("<Q", attend))
-    return len(empty)
+    for address, value in writes:
+        write(pid, address, struct.pack("<Q", value))
+    return len(writes)
+
+
+def _word(read: ReadMemory, address: int) -> int:
+    return int(struct.unpack("<Q", read(address, 8))[0])
 
 
 def _frame_object(read: ReadMemory, minor: int, address: int) -> int:
@@ -62,5 +73,5 @@ def _frame_object(read: ReadMemory, minor: int, address: int) -> int:
     if minor == 10:
         return address
     if minor == 11:
-        return int(struct.unpack("<Q", read(address + FRAME_OBJECT_311, 8))[0])
+        return _word(read, address + FRAME_OBJECT_311)
     return 0

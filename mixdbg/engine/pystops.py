@@ -71,7 +71,7 @@ class PythonStops:
                 if not agents.nudge(self.inspect.write_memory, pid, shared) or pid == at_python_stop:
                     continue
                 if self.hub is not None and self.hub.tracing.get(pid) == "settrace" and \
-                        attention.wake_frames(pid, shared, self.inspect.write_memory):
+                        attention.wake_threads(pid, shared, self.inspect.write_memory):
                     continue
             except DebuggerError as err:  # an exiting process: nothing left to tell
                 log.debug("attention of PID %d: %s", pid, err.message)

@@ -15,6 +15,7 @@ no monitoring tool id is free).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import importlib.util
 import os
@@ -777,6 +778,7 @@ def start(socket_path: str) -> None:
     sys.excepthook = _excepthook
     threading.excepthook = _threading_excepthook
     os.register_at_fork(after_in_child=_after_fork_in_child)
+    atexit.register(tracer.stop)  # registered first: runs last, after the program's own
     tracer.start()
     _running = True
     _drain()  # what came meanwhile: the engine's signal went unanswered before _running

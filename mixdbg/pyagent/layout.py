@@ -24,13 +24,16 @@ class Slot(ctypes.Structure):
 
 class Shared(ctypes.Structure):
     """The process's one shared block; the engine finds it through the hello message.
-    ``attend`` and ``frame_trace`` (3.10/3.11) are where the engine gets a thread's attention:
-    the address of the agent's attention tracer, and the offset of ``f_trace`` in a frame
-    object (see docs/dap-design.md, "Attention")."""
+    The last fields (3.10/3.11, else 0) are how the engine gets the agent's attention (see
+    docs/dap-design.md, "Attention"): the addresses of the agent's frame tracer
+    (``attend``), of its global trace function and of the one it takes while something is
+    armed (``trace_call``, ``attend_call``), and where a frame object keeps ``f_trace`` and
+    a thread state its trace function's object."""
 
     _fields_ = [("magic", ctypes.c_uint64), ("version", ctypes.c_uint32), ("armed", ctypes.c_uint32),
-                ("slots", Slot * 16), ("attend", ctypes.c_uint64), ("frame_trace", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint32)]
+                ("slots", Slot * 16), ("attend", ctypes.c_uint64), ("trace_call", ctypes.c_uint64),
+                ("attend_call", ctypes.c_uint64), ("frame_trace", ctypes.c_uint32),
+                ("trace_object", ctypes.c_uint32)]
 
 
 class Mailbox(ctypes.Structure):

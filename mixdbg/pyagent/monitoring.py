@@ -70,6 +70,13 @@ def start() -> None:
     """Nothing more to do: the events were set with the configuration."""
 
 
+def stop() -> None:
+    """At exit (the last ``atexit`` handler): no events while the interpreter tears down."""
+    monitoring.set_events(tool, 0)
+    for code, _ in list(_bp_codes.values()) + list(_step_codes.values()):
+        monitoring.set_local_events(tool, code, 0)
+
+
 # --- the callbacks -------------------------------------------------------------------------
 
 def _on_start(code: CodeType, offset: int) -> Any:

@@ -1,14 +1,17 @@
 """The agent's tracer on Python 3.10 and 3.11 (and on 3.12+ when no ``sys.monitoring`` tool
 id is free): ``sys.settrace``, with a line tracer only on the frames that need one.
 
-Every new frame passes the global trace function (the interpreter calls it at each call).
+Every new frame passes the global trace function (the interpreter calls it at each call):
+:func:`_trace_call`, which looks only at the frame's file, or, while something is armed
+for its thread (a step; configuration the engine left pending), :func:`_trace_call_armed`.
 A frame gets a local tracer only when its code holds a breakpoint, a step on its thread
 needs it (its frame or a caller's), an exception filter needs its exception events, or
 stopOnEntry waits for it; every other frame runs without one: no line event reaches
 Python. Frames already running when that changes get their tracer from the thread that
-applies the change (``sys._current_frames``); a frame the engine must reach while the
-process is stopped in native code gets :func:`attend` as its tracer, written into its
-``f_trace`` by the engine (the shared block says where).
+applies the change (``sys._current_frames``). While the process is stopped in native code
+the engine reaches every thread by writing into memory (the shared block says where): the
+armed trace function as the thread's trace object, :func:`attend` as the ``f_trace`` of its
+innermost frame.
 
 Standard library only; loaded by path beside ``agent.py`` as ``_mixdbg_agent_settrace``.
 """
@@ -41,14 +44,25 @@ _LEAVING = frozenset(dis.opmap[name] for name in ("RETURN_VALUE", "YIELD_VALUE",
 
 
 def install(core: Any) -> None:
-    """Bind the agent; publish :func:`attend` and where a frame keeps ``f_trace``."""
-    global agent, _armed
+    """Bind the agent; publish where the engine reaches its threads."""
+    global agent, _armed, _trace_object
     agent, _armed = core, core.armed
-    # The engine writes attend's address into frames' f_trace without a reference of
-    # their own: it must never be freed (frames release theirs when they end).
-    ctypes.c_ssize_t.from_address(id(attend)).value += 1 << 40
-    core._shared.attend = id(attend)
-    core._shared.frame_trace = _f_trace_offset()
+    # The engine (and the agent for its other threads) write these functions' addresses
+    # into frames and thread states without references of their own: they must never be
+    # freed (a frame, a thread state releases its reference when it ends).
+    for function in (attend, _trace_call, _trace_call_armed):
+        ctypes.c_ssize_t.from_address(id(function)).value += 1 << 40
+    _trace_object = _trace_object_offset()
+    shared = core._shared
+    shared.attend, shared.trace_call, shared.attend_call = id(attend), id(_trace_call), id(_trace_call_armed)
+    shared.frame_trace, shared.trace_object = _f_trace_offset(), _trace_object
+
+
+def _found_once(raw: bytes, value: int) -> int:
+    """The offset (a multiple of 8) where ``raw`` holds the pointer ``value``, if only once."""
+    address = value.to_bytes(8, sys.byteorder)
+    found = [offset for offset in range(0, len(raw), 8) if raw[offset:offset + 8] == address]
+    return found[0] if len(found) == 1 else 0
 
 
 def _f_trace_offset() -> int:
@@ -56,18 +70,68 @@ def _f_trace_offset() -> int:
     frame = sys._getframe()
     frame.f_trace = attend
     try:
-        raw = ctypes.string_at(id(frame), 256)
+        return _found_once(ctypes.string_at(id(frame), 256), id(attend))
     finally:
         frame.f_trace = None
-    address = id(attend).to_bytes(8, sys.byteorder)
-    found = [offset for offset in range(0, len(raw), 8) if raw[offset:offset + 8] == address]
-    return found[0] if len(found) == 1 else 0
+
+
+_thread_state = ctypes.pythonapi.PyThreadState_Get
+_thread_state.restype = ctypes.c_void_p
+
+
+def _trace_object_offset() -> int:
+    """Where a thread state keeps its trace function's object: found by setting one and
+    looking (0: not found)."""
+    previous = sys.gettrace()
+    sys.settrace(attend)
+    try:
+        return _found_once(ctypes.string_at(_thread_state(), 512), id(attend))
+    finally:
+        sys.settrace(previous)
+
+
+_trace_object = 0  # install
 
 
 def start() -> None:
     """Trace this thread and the threads ``threading`` starts from now on."""
     threading.settrace(_trace_call)
     sys.settrace(_trace_entry_call if agent.entry_pending else _trace_call)
+
+
+def stop() -> None:
+    """At exit (the last ``atexit`` handler): no tracing while the interpreter tears down."""
+    threading.settrace(None)  # type: ignore[arg-type,unused-ignore]
+    sys.settrace(None)
+
+
+def _arm_thread(ident: int) -> None:
+    """Thread ``ident`` takes the armed trace function (if it has the agent's fast one): a
+    thread state's trace object written in place, as the engine writes it from a stop."""
+    if ident == threading.get_ident():
+        if sys.gettrace() is _trace_call:
+            sys.settrace(_trace_call_armed)
+        return
+    if not _trace_object:
+        return
+    interpreter = ctypes.pythonapi.PyInterpreterState_Get()
+    state = _thread_head(interpreter)
+    while state:
+        if _thread_id(state) == ident:
+            slot = ctypes.c_void_p.from_address(state + _trace_object)
+            if slot.value == id(_trace_call):
+                slot.value = id(_trace_call_armed)
+            return
+        state = _thread_next(state)
+
+
+ctypes.pythonapi.PyInterpreterState_Get.restype = ctypes.c_void_p
+_thread_head = ctypes.pythonapi.PyInterpreterState_ThreadHead
+_thread_head.argtypes, _thread_head.restype = [ctypes.c_void_p], ctypes.c_void_p
+_thread_next = ctypes.pythonapi.PyThreadState_Next
+_thread_next.argtypes, _thread_next.restype = [ctypes.c_void_p], ctypes.c_void_p
+_thread_id = ctypes.pythonapi.PyThreadState_GetID
+_thread_id.argtypes, _thread_id.restype = [ctypes.c_void_p], ctypes.c_uint64
 
 
 # --- choosing a frame's tracer -------------------------------------------------------------
@@ -112,22 +176,32 @@ def base_tracer(frame: FrameType) -> Any:
 
 
 def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.get) -> Any:
-    """The global trace function: the local tracer of a new frame, most often none."""
-    code = frame.f_code
-    tracer = tracers(code.co_filename, _file_tracer)
-    if _armed[0]:
-        return _call_while_armed(frame)
+    """The global trace function: the local tracer of a new frame, most often none (a
+    file's answer for all its frames; a file with breakpoints answers per code object)."""
+    tracer = tracers(frame.f_code.co_filename, _file_tracer)
     if tracer is None:
         return None
     if tracer is _file_tracer:
-        tracer = _file_tracer(code.co_filename)
+        tracer = _file_tracer(frame.f_code.co_filename)
         if tracer is None:
             return None
     if tracer.__class__ is dict:
-        tracer = _code_tracer(tracer, code)
+        tracer = _code_tracer(tracer, frame.f_code)
     if tracer is _trace_events:
         frame.f_trace_lines = False
     return tracer
+
+
+def _trace_call_armed(frame: FrameType, event: str, arg: Any) -> Any:
+    """The global trace function while something is armed for this thread: pending
+    configuration first, then the step of this thread (its lines, or its return value
+    for the stop ahead); the fast one again once nothing is left."""
+    agent.sync_configuration()
+    if agent.my_slot() is None:
+        if sys.gettrace() is _trace_call_armed:
+            sys.settrace(_trace_call)
+        return _trace_call(frame, event, arg)
+    return _call_while_armed(frame)
 
 
 def _trace_entry_call(frame: FrameType, event: str, arg: Any) -> Any:
@@ -150,9 +224,7 @@ def _trace_entry(frame: FrameType, event: str, arg: Any) -> None:
 
 
 def _call_while_armed(frame: FrameType) -> Any:
-    """A new frame while something is armed: pending configuration first, then the step of
-    this thread (its lines, or its return value for the stop ahead)."""
-    agent.sync_configuration()
+    """A new frame while a step is armed on this thread."""
     tracer = base_tracer(frame)
     slot = agent.my_slot()
     if slot is None:
@@ -265,18 +337,21 @@ def configuration_changed() -> None:
 
 def slots_armed() -> None:
     """The engine armed steps at a native stop: the frames already on those threads' stacks
-    get line events (new frames choose theirs at their call)."""
+    get line events, and new frames the armed trace function."""
     by_native = {thread.native_id: thread.ident for thread in threading.enumerate()}
     frames = sys._current_frames()
     for slot in agent._shared.slots:
         ident = by_native.get(slot.tid) if slot.mode else None
         if ident is not None and ident in frames:
             _trace_stack(frames[ident], agent._threads_of(slot.tid))
+            _arm_thread(ident)
 
 
 def step_armed(frame: FrameType) -> None:
-    """The calling thread armed a step at ``frame``: it and its callers get line events."""
+    """The calling thread armed a step at ``frame``: it and its callers get line events, and
+    new frames the armed trace function."""
     _trace_stack(frame, agent._thread())
+    _arm_thread(threading.get_ident())
 
 
 def _trace_stack(top: FrameType, state: Any) -> None:
@@ -295,6 +370,8 @@ def step_ended() -> None:
     if state is None:
         return
     frames, state.step_frames = state.step_frames, []
+    if sys.gettrace() is _trace_call_armed:
+        sys.settrace(_trace_call)
     for frame in frames:
         frame.f_trace_opcodes = False
         frame.f_trace = base_tracer(frame)

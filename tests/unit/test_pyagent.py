@@ -22,8 +22,9 @@ def test_layout_is_the_contracts() -> None:
     assert [(name, getattr(layout.Shared, name).offset) for name in ("magic", "version", "armed", "slots")] == [
         ("magic", 0), ("version", 8), ("armed", 12), ("slots", 16)]
     assert ctypes.sizeof(layout.Slot) == 16 and layout.Slot.mode.offset == 8 and layout.Slot.depth.offset == 12
-    assert ctypes.sizeof(layout.Shared) == 16 + 16 * 16 + 16
-    assert (layout.Shared.attend.offset, layout.Shared.frame_trace.offset) == (272, 280)
+    assert ctypes.sizeof(layout.Shared) == 16 + 16 * 16 + 32
+    assert [getattr(layout.Shared, name).offset for name in ("attend", "trace_call", "attend_call", "frame_trace",
+                                                            "trace_object")] == [272, 280, 288, 296, 300]
     offsets = [getattr(layout.Mailbox, name).offset for name in ("magic", "shared", "tid", "out_len", "in_len",
                                                                 "out", "in_")]
     assert offsets == [0, 8, 16, 24, 28, 32, 32 + (1 << 20)]
