@@ -36,11 +36,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from conftest import FORKY_SCRIPT, FORKY_VENV, install_in_forky, pyenv_python  # noqa: E402
-from dap.client import DapClient  # noqa: E402
-from dap.schema import SCHEMA_PATH, DapSchema  # noqa: E402
-
-import debugpy  # noqa: E402
+import debugpy  # the version every interpreter's debugpy is installed at
+from conftest import FORKY_SCRIPT, FORKY_VENV, install_in_forky, pyenv_python
+from dap.client import DapClient
+from dap.schema import SCHEMA_PATH, DapSchema
 
 CACHE = Path.home() / ".cache" / "mixdbg-bench"
 PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mixdbg.engine import agents, attention
 from pyagent_engine import FORKY_SCRIPT, FakeEngine, Trap, debuggee, line_of
+
+from mixdbg.engine import agents, attention
 
 PYENV = Path(os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))) / "versions"
 OTHER_PYTHONS = [pytest.param(str(PYENV / f"{version}/bin/python"), id=version.rsplit(".", 1)[0],
