@@ -24,6 +24,7 @@ every ratio to plain python in the same run.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import statistics
 import subprocess
@@ -36,12 +37,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-import debugpy  # the version every interpreter's debugpy is installed at
 from conftest import FORKY_SCRIPT, FORKY_VENV, install_in_forky, pyenv_python
 from dap.client import DapClient
 from dap.schema import SCHEMA_PATH, DapSchema
 
 CACHE = Path.home() / ".cache" / "mixdbg-bench"
+#: The debugpy every interpreter gets: the one beside mixdbg.
+DEBUGPY = importlib.metadata.version("debugpy")
 PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 #: The marker of the breakpoint line of every workload, in a function never called.
 NEVER = "# @never"
@@ -168,10 +170,10 @@ def debugpy_venv(version: str) -> str:
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([str(base), "-m", "venv", str(venv)], check=True)
-    check = subprocess.run([str(python), "-c", "import debugpy; print(debugpy.__version__)"], capture_output=True,
+    check = subprocess.run([str(python), "-c", "import debugpy; print(DEBUGPY)"], capture_output=True,
                            text=True, check=False)
-    if check.stdout.strip() != debugpy.__version__:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", f"debugpy=={debugpy.__version__}"], check=True)
+    if check.stdout.strip() != DEBUGPY:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", f"debugpy=={DEBUGPY}"], check=True)
     return str(python)
 
 
@@ -243,7 +245,7 @@ def measure(target: Platform, workloads: list[str], runs: int, hits: int, schema
             never = {marker_line(source, NEVER): None}
             modes: dict[str, Callable[[], float]] = {"python": lambda n=name: plain(target, f"{n}.py")}
             for mode in ("debugpy", "mixdbg"):
-                modes[mode] = lambda m=mode, n=name: debugged(target, m, f"{n}.py", never, schema, work)
+                modes[mode] = lambda m=mode, n=name, b=never: debugged(target, m, f"{n}.py", b, schema, work)
                 if name == "condition":
                     false = {**never, marker_line(source, CONDITION): "i < 0"}
                     modes[f"{mode}+bp"] = lambda m=mode, n=name, b=false: debugged(target, m, f"{n}.py", b, schema,
@@ -278,7 +280,7 @@ def main() -> int:
     options = parser.parse_args()
     schema = DapSchema(SCHEMA_PATH)
     print(f"compute time under a debugger / under plain python, median of {options.runs} interleaved runs "
-          f"(debugpy {debugpy.__version__})", flush=True)
+          f"(debugpy {DEBUGPY})", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as temporary:
         work = Path(temporary)
         for version in options.pythons.split(","):
