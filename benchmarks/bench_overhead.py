@@ -170,7 +170,7 @@ def debugpy_venv(version: str) -> str:
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([str(base), "-m", "venv", str(venv)], check=True)
-    check = subprocess.run([str(python), "-c", "import debugpy; print(DEBUGPY)"], capture_output=True,
+    check = subprocess.run([str(python), "-c", "import debugpy; print(debugpy.__version__)"], capture_output=True,
                            text=True, check=False)
     if check.stdout.strip() != DEBUGPY:
         subprocess.run([str(python), "-m", "pip", "install", "-q", f"debugpy=={DEBUGPY}"], check=True)
