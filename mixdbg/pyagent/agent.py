@@ -465,7 +465,7 @@ def _exception_info(kind: type[BaseException], exc: BaseException, tb: Traceback
     return {"type": kind.__qualname__, "message": str(exc), "text": text[-(64 << 10):], "breakMode": mode}
 
 
-def raised(frame: FrameType, exc: BaseException) -> None:
+def raised(frame: FrameType, exc: BaseException, tb: TracebackType | None = None) -> None:
     """A raised exception seen in a frame (``raise``, or passing through): stop once per
     exception object, in the first user frame it is seen in (a library file traced for its
     breakpoints does not count)."""
@@ -477,11 +477,11 @@ def raised(frame: FrameType, exc: BaseException) -> None:
     if state.reported is exc or not ExceptionRules.matches(kind, exceptions.raised):
         return
     state.reported = exc  # a strong reference: an id could be reused by the next exception
-    info = _exception_info(kind, exc, exc.__traceback__, "always")
+    info = _exception_info(kind, exc, tb or exc.__traceback__, "always")
     stop(frame, "exception", description=f"{info['type']}: {info['message']}", exception=info)
 
 
-def unwinding(frame: FrameType, exc: BaseException) -> None:
+def unwinding(frame: FrameType, exc: BaseException, tb: TracebackType | None = None) -> None:
     """``frame`` is left by an exception: stop there when it leaves user code for library
     code (debugpy's user-uncaught: a ThreadPoolExecutor worker, a framework's handler)."""
     kind = type(exc)
@@ -495,7 +495,7 @@ def unwinding(frame: FrameType, exc: BaseException) -> None:
     if state.unhandled is exc or not ExceptionRules.matches(kind, exceptions.user):
         return
     state.unhandled = state.reported = exc
-    info = _exception_info(kind, exc, exc.__traceback__, "userUnhandled")
+    info = _exception_info(kind, exc, tb or exc.__traceback__, "userUnhandled")
     stop(frame, "exception", description=f"{info['type']}: {info['message']}", exception=info)
 
 

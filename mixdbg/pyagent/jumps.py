@@ -19,8 +19,6 @@ def _calls_in_order(node: ast.AST, found: list[ast.Call]) -> None:
     """The calls under ``node`` in the order they are made: a call's callee and arguments
     are evaluated (and their own calls made) before it."""
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue  # defined here, not called here
         _calls_in_order(child, found)
     if isinstance(node, ast.Call):
         found.append(node)
@@ -36,24 +34,26 @@ def _callee_name(call: ast.Call) -> str | None:
     return None
 
 
-def _module(filename: str) -> ast.Module | None:
-    """The parsed source of a code file (None without a readable source)."""
+def _module(filename: str) -> tuple[str, ast.Module] | None:
+    """The source of a code file, parsed (None without a readable source)."""
     source = "".join(linecache.getlines(filename))
     if not source:
         return None
     try:
-        return ast.parse(source, filename)
+        return source, ast.parse(source, filename)
     except (SyntaxError, ValueError):
         return None
 
 
 def call_targets(frame: FrameType) -> list[dict[str, Any]]:
     """The calls on the frame's current line, in the order they are made: DAP
-    ``StepInTarget`` objects whose ``id`` the engine gives back to ``stepIn``; each knows
-    its function's name and how many calls of that name come before it on the line."""
-    tree = _module(frame.f_code.co_filename)
-    if tree is None:
+    ``StepInTarget`` objects (labelled with the call's source, as debugpy does) whose
+    ``id`` the engine gives back to ``stepIn``; each knows its function's name and how many
+    calls of that name come before it on the line."""
+    parsed = _module(frame.f_code.co_filename)
+    if parsed is None:
         raise ValueError(f"no source for {frame.f_code.co_filename}: its calls cannot be listed")
+    source, tree = parsed
     line = frame.f_lineno
     found: list[ast.Call] = []
     _calls_in_order(tree, found)
@@ -63,7 +63,8 @@ def call_targets(frame: FrameType) -> list[dict[str, Any]]:
         name = _callee_name(call)
         if call.lineno != line or name is None:
             continue
-        targets.append({"id": len(targets) + 1, "label": name, "name": name, "skip": seen.get(name, 0),
+        label = " ".join((ast.get_source_segment(source, call) or name).split())
+        targets.append({"id": len(targets) + 1, "label": label, "name": name, "skip": seen.get(name, 0),
                         "line": call.lineno, "column": call.col_offset + 1,
                         "endLine": call.end_lineno or call.lineno, "endColumn": (call.end_col_offset or 0) + 1})
         seen[name] = seen.get(name, 0) + 1

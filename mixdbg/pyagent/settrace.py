@@ -275,15 +275,15 @@ def _trace_events(frame: FrameType, event: str, arg: Any) -> None:
     if event == "return":
         _returning(frame, arg)
     elif event == "exception":
-        _unwinds[threading.get_native_id()] = (frame, arg[1])
-        agent.raised(frame, arg[1])
+        _unwinds[threading.get_native_id()] = (frame, arg[1], arg[2])
+        agent.raised(frame, arg[1], arg[2])
     elif event == "opcode":
         frame.f_trace_opcodes = False
         agent.returned_into(frame)
 
 
-#: Per thread: the frame an exception last went through, and the exception.
-_unwinds: dict[int, tuple[FrameType, BaseException]] = {}
+#: Per thread: the frame an exception last went through, the exception and its traceback.
+_unwinds: dict[int, tuple[FrameType, BaseException, Any]] = {}
 
 
 def _returning(frame: FrameType, value: Any) -> None:
@@ -291,7 +291,7 @@ def _returning(frame: FrameType, value: Any) -> None:
     if unwinding:
         seen = _unwinds.get(threading.get_native_id())
         if seen is not None and seen[0] is frame:
-            agent.unwinding(frame, seen[1])
+            agent.unwinding(frame, seen[1], seen[2])
     if not _armed[0]:
         return
     caller = agent.step_return(frame, value, unwinding)
