@@ -149,7 +149,9 @@ def _file_tracer(filename: str) -> Any:
 
 
 def _code_tracer(codes: dict[int, tuple[CodeType, Any]], code: CodeType) -> Any:
-    entry = codes.get(id(code))
+    """The tracer of a code object of a file with breakpoints (by first line: the cheapest
+    key, checked; two code objects on one line share the slower way)."""
+    entry = codes.get(code.co_firstlineno)
     if entry is not None and entry[0] is code:
         return entry[1]
     lines = agent.code_breakpoints(code)
@@ -159,7 +161,8 @@ def _code_tracer(codes: dict[int, tuple[CodeType, Any]], code: CodeType) -> Any:
         tracer = _trace_events
     else:
         tracer = None
-    codes[id(code)] = (code, tracer)
+    if entry is None:
+        codes[code.co_firstlineno] = (code, tracer)
     return tracer
 
 
@@ -178,15 +181,17 @@ def base_tracer(frame: FrameType) -> Any:
 def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.get) -> Any:
     """The global trace function: the local tracer of a new frame, most often none (a
     file's answer for all its frames; a file with breakpoints answers per code object)."""
-    tracer = tracers(frame.f_code.co_filename, _file_tracer)
+    code = frame.f_code
+    tracer = tracers(code.co_filename, _file_tracer)
     if tracer is None:
         return None
-    if tracer is _file_tracer:
-        tracer = _file_tracer(frame.f_code.co_filename)
+    if tracer.__class__ is dict:
+        entry = tracer.get(code.co_firstlineno)
+        tracer = entry[1] if entry is not None and entry[0] is code else _code_tracer(tracer, code)
         if tracer is None:
             return None
-    if tracer.__class__ is dict:
-        tracer = _code_tracer(tracer, frame.f_code)
+    elif tracer is _file_tracer:
+        return _trace_call(frame, event, arg) if _file_tracer(code.co_filename) is not None else None
     if tracer is _trace_events:
         frame.f_trace_lines = False
     return tracer
