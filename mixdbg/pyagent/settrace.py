@@ -18,6 +18,7 @@ Standard library only; loaded by path beside ``agent.py`` as ``_mixdbg_agent_set
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import ctypes
 import dis
@@ -178,9 +179,29 @@ def base_tracer(frame: FrameType) -> Any:
     return tracer
 
 
-def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.get) -> Any:
-    """The global trace function: the local tracer of a new frame, most often none (a
-    file's answer for all its frames; a file with breakpoints answers per code object)."""
+class _EveryName:
+    """Every function name (exception filters need a look at every frame's file)."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+#: The names of the code objects that may need a local tracer: those of the scopes that
+#: hold a breakpoint's line (read from the source), or every name (_EveryName).
+_names: Any = frozenset()
+
+
+def _trace_call(frame: FrameType, event: str, arg: Any) -> Any:
+    """The global trace function: the local tracer of a new frame, most often none. A frame
+    whose function's name no breakpoint's scope has is let go at once (the cheapest test
+    Python can make here: one set lookup); the others are looked at by file and code."""
+    if frame.f_code.co_name not in _names:
+        return None
+    return _trace_file(frame, event, arg)
+
+
+def _trace_file(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.get) -> Any:
+    """A new frame's local tracer, by its file, and by code object in a file with breakpoints."""
     code = frame.f_code
     tracer = tracers(code.co_filename, _file_tracer)
     if tracer is None:
@@ -191,7 +212,7 @@ def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.
         if tracer is None:
             return None
     elif tracer is _file_tracer:
-        return _trace_call(frame, event, arg) if _file_tracer(code.co_filename) is not None else None
+        return _trace_file(frame, event, arg) if _file_tracer(code.co_filename) is not None else None
     if tracer is _trace_events:
         frame.f_trace_lines = False
     return tracer
@@ -205,7 +226,7 @@ def _trace_call_armed(frame: FrameType, event: str, arg: Any) -> Any:
     if agent.my_slot() is None:
         if sys.gettrace() is _trace_call_armed:
             sys.settrace(_trace_call)
-        return _trace_call(frame, event, arg)
+        return _trace_file(frame, event, arg)
     return _call_while_armed(frame)
 
 
@@ -213,11 +234,11 @@ def _trace_entry_call(frame: FrameType, event: str, arg: Any) -> Any:
     """The global trace function while stopOnEntry waits for the main module's first line."""
     if not agent.entry_pending:
         sys.settrace(_trace_call)
-        return _trace_call(frame, event, arg)
+        return _trace_file(frame, event, arg)
     if agent.is_entry(frame):
         sys.settrace(_trace_call)
         return _trace_entry
-    return _trace_call(frame, event, arg)
+    return _trace_file(frame, event, arg)
 
 
 def _trace_entry(frame: FrameType, event: str, arg: Any) -> None:
@@ -328,8 +349,11 @@ def attend(frame: FrameType, event: str, arg: Any) -> None:
 def configuration_changed() -> None:
     """New breakpoints, filters or justMyCode: new frames choose again; running frames
     whose code now holds a breakpoint get line events (the ``<module>`` loop too)."""
+    global _names
     _tracers.clear()
     _generation[0] = object()
+    filters = agent.exceptions.raised or agent.exceptions.user
+    _names = _EveryName() if filters else _scope_names(agent._breakpoints)
     if agent.entry_pending and sys.gettrace() is _trace_call:
         sys.settrace(_trace_entry_call)
     for top in list(sys._current_frames().values()):
@@ -338,6 +362,32 @@ def configuration_changed() -> None:
             if frame.f_trace is None and frame.f_code.co_filename not in agent._AGENT_FILES:
                 frame.f_trace = base_tracer(frame)
             frame = frame.f_back
+
+
+def _scope_names(breakpoints: dict[str, dict[int, Any]]) -> Any:
+    """The names of the code objects whose lines may hold a breakpoint: of every scope
+    (module, class, function, lambda, comprehension) that contains a breakpoint's line;
+    every name when a file's source cannot be read."""
+    names: set[str] = set()
+    for path, lines in breakpoints.items():
+        try:
+            with open(path, "rb") as source:
+                tree = ast.parse(source.read(), path)
+        except (OSError, SyntaxError, ValueError):
+            return _EveryName()
+        names.add("<module>")
+        for node in ast.walk(tree):
+            name = _SCOPES.get(type(node)) or getattr(node, "name", None)
+            first, last = getattr(node, "lineno", 0), getattr(node, "end_lineno", 0) or 0
+            if name is not None and isinstance(node, _SCOPE_TYPES) and any(first <= line <= last for line in lines):
+                names.add(name)
+    return frozenset(names)
+
+
+#: The code object names of the scopes that have no name of their own.
+_SCOPES = {ast.Lambda: "<lambda>", ast.ListComp: "<listcomp>", ast.SetComp: "<setcomp>",
+           ast.DictComp: "<dictcomp>", ast.GeneratorExp: "<genexpr>"}
+_SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, *_SCOPES)
 
 
 def slots_armed() -> None:
