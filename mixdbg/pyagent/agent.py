@@ -25,11 +25,9 @@ import sys
 import sysconfig
 import threading
 import time
-from types import CodeType, FrameType, TracebackType
+from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any, Callable
 
-#: Exceptions that are control flow, not errors: never a "raised" stop.
-_QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
 #: How long a fork child waits for the engine's welcome (its current configuration) before
 #: it runs on with what it inherited; the engine answers within a millisecond or two.
 FORK_WELCOME_TIMEOUT = 10.0
@@ -61,14 +59,17 @@ def _load_sibling(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from mixdbg.pyagent import channel, jumps, layout, values
+    from mixdbg.pyagent import channel, exception_stops, jumps, layout, values
 else:
-    layout, values, channel, jumps = (_load_sibling(name) for name in ("layout", "values", "channel", "jumps"))
+    layout, values, channel, jumps, exception_stops = (
+        _load_sibling(name) for name in ("layout", "values", "channel", "jumps", "exception_stops"))
 STEP_IN, STEP_TO_DEPTH, STEP_OUT = layout.STEP_IN, layout.STEP_TO_DEPTH, layout.STEP_OUT
 _TRACER_FILES = tuple(os.path.join(os.path.dirname(__file__), f"{name}.py") for name in ("settrace", "monitoring"))
 #: The agent's own code files, whose frames are never shown (nor counted in K).
 _AGENT_FILES = frozenset({__file__, layout.__file__, values.__file__, channel.__file__, jumps.__file__,
-                          *_TRACER_FILES})
+                          exception_stops.__file__, *_TRACER_FILES})
+#: The exception events the tracers report (the stops are exception_stops').
+raised, unwinding = exception_stops.raised, exception_stops.unwinding
 _native_trap = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("Py_GetCompiler", ctypes.pythonapi))
 #: The stop: called with a mailbox address, returns when the engine resumes the thread.
 #: Tests replace it by a Python callable that plays the engine.
@@ -90,36 +91,8 @@ entry_pending = False
 show_return_value = True
 
 
-class ExceptionRules:
-    """When an exception stops, as debugpy decides it: for each of ``raised``, ``uncaught``
-    and ``user`` (user-uncaught: leaves user code into library code), the exception
-    classes (names: ``ValueError``, ``pkg.mod.Error``) that stop; a class stops when it or
-    one of its bases is named (``BaseException``: every exception)."""
-
-    __slots__ = ("raised", "uncaught", "user")
-
-    def __init__(self, raised: frozenset[str] = frozenset(), uncaught: frozenset[str] = frozenset(),
-                 user: frozenset[str] = frozenset()) -> None:
-        self.raised, self.uncaught, self.user = raised, uncaught, user
-
-    @staticmethod
-    def matches(kind: type[BaseException], names: frozenset[str]) -> bool:
-        """Whether ``kind`` or one of its bases is named in ``names``."""
-        if not names:
-            return False
-        return any(klass.__name__ in names or klass.__qualname__ in names
-                   or f"{klass.__module__}.{klass.__qualname__}" in names for klass in kind.__mro__)
-
-
-exceptions = ExceptionRules()
-
 _AGENT_DIR = os.path.dirname(os.path.realpath(__file__))
 _MIXDBG_DIR = os.path.dirname(_AGENT_DIR)
-#: Files of the launcher that runs the program (bootstrap, runpy): never the user's, and left
-#: out of an uncaught exception's traceback, as debugpy shows it.
-_LAUNCHER_NAMES = frozenset({"runpy.py", "<frozen runpy>", "bootstrap.py"})
-
-
 def _library_roots() -> tuple[str, ...]:
     """Directories whose files are never user code: the standard library and site-packages,
     each as configured and resolved (a file's name is checked before it is resolved)."""
@@ -446,94 +419,6 @@ def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
     _files.clear()
 
 
-# --- exceptions ----------------------------------------------------------------------------
-
-def _program_traceback(tb: TracebackType | None) -> TracebackType | None:
-    """The traceback from the program's first frame: the launcher's (bootstrap, runpy) and
-    the agent's frames before it left out, as debugpy shows it."""
-    while tb is not None and (os.path.basename(tb.tb_frame.f_code.co_filename) in _LAUNCHER_NAMES
-                              or tb.tb_frame.f_code.co_filename in _AGENT_FILES):
-        tb = tb.tb_next
-    return tb
-
-
-def _exception_info(kind: type[BaseException], exc: BaseException, tb: TracebackType | None,
-                    mode: str) -> dict[str, str]:
-    import traceback  # only at an exception stop: it costs several ms at every start
-
-    text = "".join(traceback.format_exception(kind, exc, _program_traceback(tb)))
-    return {"type": kind.__qualname__, "message": str(exc), "text": text[-(64 << 10):], "breakMode": mode}
-
-
-def raised(frame: FrameType, exc: BaseException, tb: TracebackType | None = None) -> None:
-    """A raised exception seen in a frame (``raise``, or passing through): stop once per
-    exception object, in the first user frame it is seen in (a library file traced for its
-    breakpoints does not count)."""
-    kind = type(exc)
-    if not exceptions.raised or issubclass(kind, _QUIET_EXCEPTIONS) or _quiet_exit(exc) or \
-            not is_user(frame.f_code):
-        return
-    state = _thread()
-    if state.reported is exc or not ExceptionRules.matches(kind, exceptions.raised):
-        return
-    state.reported = exc  # a strong reference: an id could be reused by the next exception
-    info = _exception_info(kind, exc, tb or exc.__traceback__, "always")
-    stop(frame, "exception", description=f"{info['type']}: {info['message']}", exception=info)
-
-
-def unwinding(frame: FrameType, exc: BaseException, tb: TracebackType | None = None) -> None:
-    """``frame`` is left by an exception: stop there when it leaves user code for library
-    code (debugpy's user-uncaught: a ThreadPoolExecutor worker, a framework's handler)."""
-    kind = type(exc)
-    caller = frame.f_back
-    if not exceptions.user or issubclass(kind, _QUIET_EXCEPTIONS) or _quiet_exit(exc) \
-            or not is_user(frame.f_code) or caller is None or is_user(caller.f_code) \
-            or os.path.basename(caller.f_code.co_filename) in _LAUNCHER_NAMES \
-            or caller.f_code.co_filename in _AGENT_FILES:
-        return
-    state = _thread()
-    if state.unhandled is exc or not ExceptionRules.matches(kind, exceptions.user):
-        return
-    state.unhandled = state.reported = exc
-    info = _exception_info(kind, exc, tb or exc.__traceback__, "userUnhandled")
-    stop(frame, "exception", description=f"{info['type']}: {info['message']}", exception=info)
-
-
-def _quiet_exit(exc: BaseException) -> bool:
-    """``sys.exit()``, ``sys.exit(0)``: a normal end, never a stop (debugpy's default)."""
-    return isinstance(exc, SystemExit) and exc.code in (None, 0)
-
-
-def _post_mortem(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-    """An uncaught exception (from an exception hook): stop with the traceback's frames."""
-    if not ExceptionRules.matches(kind, exceptions.uncaught) or _channel is None or _quiet_exit(exc):
-        return
-    info = _exception_info(kind, exc, tb, "unhandled")
-    frames: list[FrameType] = []
-    tb = _program_traceback(tb)
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename not in _AGENT_FILES:
-            frames.insert(0, tb.tb_frame)
-        tb = tb.tb_next
-    with tracer.paused():  # evaluation at this stop must not stop again
-        stop(None, "exception", description=f"{info['type']}: {info['message']}", exception=info, frames=frames)
-
-
-def _excepthook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-    _post_mortem(kind, exc, tb)
-    _original_excepthook(kind, exc, tb)
-
-
-def _threading_excepthook(args: Any) -> None:
-    if args.exc_type is not SystemExit and args.exc_value is not None:
-        _post_mortem(args.exc_type, args.exc_value, args.exc_traceback)
-    _original_threading_excepthook(args)
-
-
-_original_excepthook = sys.excepthook
-_original_threading_excepthook = threading.excepthook
-
-
 # --- stops ---------------------------------------------------------------------------------
 
 class ThreadState:
@@ -705,7 +590,7 @@ def _handle(message: dict[str, Any]) -> None:
         if "breakpoints" in message:
             _set_breakpoints(message["breakpoints"])
         if "exceptions" in message:
-            _set_exception_rules(message["exceptions"])
+            exception_stops.set_rules(message["exceptions"])
         if "justMyCode" in message and bool(message["justMyCode"]) != just_my_code:
             just_my_code = bool(message["justMyCode"])
             _files.clear()
@@ -715,25 +600,6 @@ def _handle(message: dict[str, Any]) -> None:
             show_return_value = bool(message["showReturnValue"])
     except (ValueError, TypeError, KeyError, AttributeError) as err:
         _send({"problem": f"bad configuration message: {values.one_line(err)}"})
-
-
-def _set_exception_rules(rules: dict[str, Any]) -> None:
-    """``{"raised": bool, "uncaught": bool, "userUnhandled": bool}`` for every exception,
-    or per exception class: ``{"options": [{"names": [...], "breakMode": "never" |
-    "always" | "unhandled" | "userUnhandled"}]}`` (DAP's exceptionOptions, as debugpy reads
-    them: the filters are then ignored)."""
-    global exceptions
-    every = frozenset({"BaseException"})
-    if "options" in rules:
-        sets: dict[str, set[str]] = {"always": set(), "unhandled": set(), "userUnhandled": set()}
-        for option in rules["options"]:
-            sets.get(str(option["breakMode"]), set()).update(str(name) for name in option["names"])
-        exceptions = ExceptionRules(frozenset(sets["always"]), frozenset(sets["unhandled"]),
-                                    frozenset(sets["userUnhandled"]))
-    else:
-        exceptions = ExceptionRules(every if rules.get("raised") else frozenset(),
-                                    every if rules.get("uncaught") else frozenset(),
-                                    every if rules.get("userUnhandled") else frozenset())
 
 
 def _connect(path: str) -> Any:
@@ -775,8 +641,7 @@ def start(socket_path: str) -> None:
     _socket_path = socket_path
     if not _configured(connection, None):
         raise AgentError("the debugger went away before the program started")
-    sys.excepthook = _excepthook
-    threading.excepthook = _threading_excepthook
+    exception_stops.install(sys.modules[__name__])
     os.register_at_fork(after_in_child=_after_fork_in_child)
     atexit.register(tracer.stop)  # registered first: runs last, after the program's own
     tracer.start()

@@ -194,9 +194,9 @@ def configuration_changed() -> None:
     """New breakpoints, filters or justMyCode: the events every code object needs now,
     those of the code already running included; every ``DISABLE``d location reports again."""
     events = STARTS
-    if agent.exceptions.raised:
+    if agent.exception_stops.rules.raised:
         events |= EVENTS.RAISE
-    if agent.exceptions.user:
+    if agent.exception_stops.rules.user:
         events |= EVENTS.PY_UNWIND
     monitoring.set_events(tool, events)
     for code, _ in list(_bp_codes.values()):

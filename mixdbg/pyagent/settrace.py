@@ -141,7 +141,7 @@ def _file_tracer(filename: str) -> Any:
     info = agent.file_info(filename)
     if info.lines:
         tracer: Any = {}
-    elif info.user and (agent.exceptions.raised or agent.exceptions.user):
+    elif info.user and (agent.exception_stops.rules.raised or agent.exception_stops.rules.user):
         tracer = _trace_events
     else:
         tracer = None
@@ -158,7 +158,7 @@ def _code_tracer(codes: dict[int, tuple[CodeType, Any]], code: CodeType) -> Any:
     lines = agent.code_breakpoints(code)
     if lines:
         tracer: Any = _line_tracer(lines)
-    elif agent.is_user(code) and (agent.exceptions.raised or agent.exceptions.user):
+    elif agent.is_user(code) and (agent.exception_stops.rules.raised or agent.exception_stops.rules.user):
         tracer = _trace_events
     else:
         tracer = None
@@ -352,7 +352,7 @@ def configuration_changed() -> None:
     global _names
     _tracers.clear()
     _generation[0] = object()
-    filters = agent.exceptions.raised or agent.exceptions.user
+    filters = agent.exception_stops.rules.raised or agent.exception_stops.rules.user
     _names = _EveryName() if filters else _scope_names(agent._breakpoints)
     if agent.entry_pending and sys.gettrace() is _trace_call:
         sys.settrace(_trace_entry_call)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mixdbg.pyagent import agent, jumps, layout, values
+from mixdbg.pyagent import agent, exception_stops, jumps, layout, values
 
 
 def test_layout_is_the_contracts() -> None:
@@ -199,12 +199,12 @@ def test_the_step_signal_is_taken_only_when_nothing_handles_it(monkeypatch: pyte
 
 
 def test_exception_rules_match_a_class_or_its_bases() -> None:
-    rules = agent.ExceptionRules(raised=frozenset({"LookupError"}), user=frozenset({"BaseException"}))
-    assert agent.ExceptionRules.matches(KeyError, rules.raised)  # a base named
-    assert not agent.ExceptionRules.matches(ValueError, rules.raised)
-    assert agent.ExceptionRules.matches(ValueError, rules.user)
-    assert agent.ExceptionRules.matches(KeyError, frozenset({"builtins.KeyError"}))
-    assert not agent.ExceptionRules.matches(KeyError, rules.uncaught)  # nothing named: never
+    rules = exception_stops.ExceptionRules(raised=frozenset({"LookupError"}), user=frozenset({"BaseException"}))
+    assert exception_stops.ExceptionRules.matches(KeyError, rules.raised)  # a base named
+    assert not exception_stops.ExceptionRules.matches(ValueError, rules.raised)
+    assert exception_stops.ExceptionRules.matches(ValueError, rules.user)
+    assert exception_stops.ExceptionRules.matches(KeyError, frozenset({"builtins.KeyError"}))
+    assert not exception_stops.ExceptionRules.matches(KeyError, rules.uncaught)  # nothing named: never
 
 
 def test_step_in_targets_are_the_lines_calls_in_the_order_python_makes_them() -> None:
