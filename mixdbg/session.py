@@ -227,7 +227,8 @@ class Session:
     def step(self, kind: str, thread: int, index: int, target: dict[str, Any] | None = None) -> None:
         """Step ``kind`` (next, stepIn, stepOut) from frame ``index`` of ``thread``'s mixed
         stack, in either language, across the boundary where the code goes there;
-        ``target``: a Step Into Target's call (see ``python_targets``)."""
+        ``target``: a Step Into Target's call (``{"target": name, "skip": n}``, from the
+        agent's ``stepInTargets``)."""
         self._require_stopped("steps")
         last = self.last_stop
         own_frame = last is not None and last.thread == thread and last.reason in ("breakpoint", "step")
@@ -244,7 +245,8 @@ class Session:
         """Change what the Python agents are told (see ``pystops``). The agents read it when
         the tree resumes; a running tree is stopped for that, unseen (as ``_unstick``
         does), and resumed at once."""
-        if self.python.configure(**changes) and self.state == "running" and not self._kicking:
+        if self.python.configure(**changes) and self.state == "running" and not self._kicking \
+                and self.stepper.native_thread is None:  # a gdb step under way attends at its end
             self._kicking = True
             self.gdb.command("-exec-interrupt")
 
