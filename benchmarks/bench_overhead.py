@@ -238,18 +238,18 @@ def measure(target: Platform, workloads: list[str], runs: int, hits: int, schema
     scripts = {name: WORKLOADS[name] for name in workloads}
     scripts["condition"] = condition_workload(hits)
     for name, source in scripts.items():
-        (target.directory / f"{name}.py").write_text(source)
+        (target.directory / f"wl_{name}.py").write_text(source)
     times: dict[str, dict[str, list[float]]] = {name: {} for name in scripts}
     for _ in range(runs):
         for name, source in scripts.items():
             never = {marker_line(source, NEVER): None}
-            modes: dict[str, Callable[[], float]] = {"python": lambda n=name: plain(target, f"{n}.py")}
+            modes: dict[str, Callable[[], float]] = {"python": lambda n=name: plain(target, f"wl_{n}.py")}
             for mode in ("debugpy", "mixdbg"):
-                modes[mode] = lambda m=mode, n=name, b=never: debugged(target, m, f"{n}.py", b, schema, work)
+                modes[mode] = lambda m=mode, n=name, b=never: debugged(target, m, f"wl_{n}.py", b, schema, work)
                 if name == "condition":
                     false = {**never, marker_line(source, CONDITION): "i < 0"}
-                    modes[f"{mode}+bp"] = lambda m=mode, n=name, b=false: debugged(target, m, f"{n}.py", b, schema,
-                                                                                  work)
+                    modes[f"{mode}+bp"] = lambda m=mode, n=name, b=false: debugged(target, m, f"wl_{n}.py", b,
+                                                                                  schema, work)
             for mode, run in modes.items():
                 times[name].setdefault(mode, []).append(run())
     return times
