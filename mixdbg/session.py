@@ -120,7 +120,7 @@ class Session:
         self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume,
                                lambda command, **arguments: self.python.tell(self.stop, command, **arguments),
                                self.python.alive, self.solibs.read, self.python.step_signal, self.python.mark,
-                               self._attend_agents)
+                               self._attend_agents, self.python.monitors)
         self._reply: dict[str, Any] | None = None
         self._released = False  # the gate just opened: see release
         self._deferred: list[Action] = []
@@ -250,15 +250,19 @@ class Session:
             self._kicking = True
             self.gdb.command("-exec-interrupt")
 
-    def _attend_agents(self) -> None:
-        """Before the tree runs: every agent applies what the engine left pending (``attention``)."""
-        self.python.attend(self.stop, self._queue_agent_signal)
+    def _attend_agents(self, stepping: int | None = None) -> None:
+        """Before the tree runs: every agent applies what the engine left pending
+        (``attention``); never by a signal to gdb thread ``stepping`` (a gdb step's)."""
+        self.python.attend(self.stop, lambda pid, number: self._queue_agent_signal(pid, number, stepping))
 
-    def _queue_agent_signal(self, pid: int, number: int) -> None:
-        """Have gdb deliver the agent's signal to process ``pid``'s main thread as it resumes."""
+    def _queue_agent_signal(self, pid: int, number: int, stepping: int | None) -> bool:
+        """Have gdb deliver the agent's signal to process ``pid``'s main thread as it resumes;
+        False when that thread is ``stepping`` (the signal waits for the next resume)."""
         main = next((thread for thread in self.inspect.threads() if thread.lwp == pid), None)
-        if main is not None:
-            self.stepper.queue_signal(main.id, number)
+        if main is None or main.id == stepping:
+            return main is None
+        self.stepper.queue_signal(main.id, number)
+        return True
 
     def _leave_stop(self) -> None:
         """Before the tree runs: a thread at a Python stop is told to continue (unless a
@@ -486,6 +490,9 @@ class Session:
         if hit == self.table.throw_catch:
             self._report("exception", None, None, payload)
             return
+        thread = str(payload.get("thread-id", ""))
+        if thread.isdigit() and self.stepper.entered_python(str(hit), int(thread)):
+            return  # a native Step Into reached Python: the agent stops at its first line
         if str(hit) in self.stepper.temporary:  # where a step across the boundary lands
             self._report("step", None, None, payload)
             return

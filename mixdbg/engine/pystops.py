@@ -17,8 +17,8 @@ from mixdbg.gdbmi import GdbMi
 log = logging.getLogger(__name__)
 
 #: Deliver the agent's signal to process ``pid``'s main thread as it resumes (the session's
-#: gdb does it): (pid, signal number).
-QueueSignal = Callable[[int, int], None]
+#: gdb does it): (pid, signal number) -> False when it must wait for the next resume.
+QueueSignal = Callable[[int, int], bool]
 
 
 class PythonStops:
@@ -39,6 +39,10 @@ class PythonStops:
             return {}
         live = self.live_pids()
         return {pid: shared for pid, shared in self.hub.shared.items() if pid in live}
+
+    def monitors(self, pid: int) -> bool:
+        """Whether process ``pid``'s agent traces with sys.monitoring (3.12+)."""
+        return self.hub is not None and self.hub.tracing.get(pid) == "monitoring"
 
     def step_signal(self, pid: int) -> int | None:
         """The signal process ``pid``'s agent stops at after a native Step Out (None: none)."""
@@ -77,8 +81,8 @@ class PythonStops:
                 log.debug("attention of PID %d: %s", pid, err.message)
                 continue
             signal = self.step_signal(pid)
-            if signal is not None:
-                queue_signal(pid, signal)
+            if signal is not None and not queue_signal(pid, signal):
+                self.pending.add(pid)
 
     def tell(self, stop: StopPoint | None, command: str, **arguments: Any) -> None:
         """Give the thread at a Python stop its command for when it runs again."""

@@ -341,16 +341,20 @@ def _take_step_signal() -> None:
 
 
 def _on_step_signal(signum: int, frame: FrameType | None) -> None:
-    """The engine's :data:`STEP_SIGNAL`: apply what it left pending; and after a native Step
+    """The engine's :data:`STEP_SIGNAL`: apply what it left pending; after a native Step
     Out that returned into ``frame``, stop there if the step armed on this thread still
-    waits for a frame that deep."""
+    waits for a frame that deep; after a native Step Into that reached Python (``frame``
+    about to run its first line), trace it."""
     if not _running:
         return  # still taking the engine's first configuration
     if not sync_configuration():
         _drain()  # configuration sent while the program ran (the engine did not stop it)
     slot = my_slot()
-    if frame is not None and slot is not None and slot.mode == STEP_TO_DEPTH and is_user(frame.f_code) \
-            and _depth_at_most(frame, slot.depth):
+    if frame is None or slot is None:
+        return
+    if slot.mode == STEP_IN:  # a native Step Into reached Python: this frame's lines stop it
+        tracer.step_armed(frame)
+    elif slot.mode == STEP_TO_DEPTH and is_user(frame.f_code) and _depth_at_most(frame, slot.depth):
         stop(frame, "step", description="Paused after step")
 
 
