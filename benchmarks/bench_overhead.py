@@ -256,11 +256,14 @@ def measure(target: Platform, workloads: list[str], runs: int, hits: int, schema
 
 
 def report(version: str, times: dict[str, dict[str, list[float]]], hits: int) -> None:
-    """Ratios to plain python of the medians and of the fastest runs (on a shared machine
-    the fastest is the least disturbed); the false condition's cost per hit."""
+    """Ratios to plain python: of the medians, of each run to the plain run just before it
+    (their median: a machine whose speed drifts slows both alike), and of the fastest
+    runs (the least disturbed); the false condition's cost per hit."""
     for name, by_mode in times.items():
         median = {mode: statistics.median(values) for mode, values in by_mode.items()}
         best = {mode: min(values) for mode, values in by_mode.items()}
+        paired = {mode: statistics.median(run / plain for run, plain in zip(values, by_mode["python"]))
+                  for mode, values in by_mode.items()}
         if name == "condition":
             for mode in ("debugpy", "mixdbg"):
                 per_hit = (median[f"{mode}+bp"] - median[mode]) / hits * 1e6
@@ -269,8 +272,8 @@ def report(version: str, times: dict[str, dict[str, list[float]]], hits: int) ->
                       f"fastest {fastest:.2f}; {median[f'{mode}+bp']:.3f} s, without the breakpoint "
                       f"{median[mode]:.3f} s)", flush=True)
             continue
-        ratios = "  ".join(f"{mode} {median[mode] / median['python']:5.2f}x (fastest {best[mode] / best['python']:.2f}x)"
-                           for mode in ("debugpy", "mixdbg"))
+        ratios = "  ".join(f"{mode} {median[mode] / median['python']:5.2f}x (paired {paired[mode]:.2f}x, fastest "
+                           f"{best[mode] / best['python']:.2f}x)" for mode in ("debugpy", "mixdbg"))
         print(f"  {version}  {name:<8} python {median['python']:.3f} s  {ratios}", flush=True)
 
 
