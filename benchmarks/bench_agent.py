@@ -8,11 +8,13 @@ a Python one that answers every stop with ``next`` at once, so the figures are t
 own work (gdb's stop and resume come on top).
 
 Times are the thread's CPU time (the machine may be shared). Prints, against the same
-interpreter without a trace function in the same run (the runs interleaved), beside the floor any settrace debugger pays (a trace function that does
-nothing, with and without a line tracer):
-- fib(25) defined in a user file (line events on, no breakpoint, no step): the ratio;
-- fib(25) defined in a library file (no line events): the ratio;
+interpreter without a trace function in the same run (the runs interleaved), beside the
+floor any settrace debugger pays (a trace function that does nothing, with and without a
+line tracer; on 3.12+ the agent uses sys.monitoring, which has no such floor):
+- fib(25) defined in a user file (no breakpoint, no step: no line events): the ratio;
+- fib(25) defined in a library file: the ratio;
 - Python ``next`` through the trap, per step (microseconds).
+benchmarks/bench_overhead.py measures whole programs under the debuggers.
 """
 
 from __future__ import annotations
@@ -72,18 +74,29 @@ TRACERS: dict[str, Any] = {"off": None, "floor: call only": lambda frame, event,
 
 
 def interleaved(repeat: int, tracers: dict[str, Any], run: Callable[[], object]) -> dict[str, float]:
-    """The fastest of ``repeat`` rounds per trace function, the rounds interleaved so that a
-    busy machine slows every variant alike (CPU seconds)."""
+    """The fastest of ``repeat`` rounds per trace function (a ``(switch on, switch off)``
+    pair for the agent's own tracer), the rounds interleaved so that a busy machine slows
+    every variant alike (CPU seconds)."""
     best = dict.fromkeys(tracers, float("inf"))
     for _ in range(repeat):
         for name, tracer in tracers.items():
-            sys.settrace(tracer)
+            on, off = tracer if isinstance(tracer, tuple) else (lambda t=tracer: sys.settrace(t), lambda: sys.settrace(None))
+            on()
             start = time.thread_time()
             run()
             elapsed = time.thread_time() - start
-            sys.settrace(None)
+            off()
             best[name] = min(best[name], elapsed)
     return best
+
+
+def agent_switch(agent: Any) -> tuple[Callable[[], None], Callable[[], None]]:
+    """Switching the agent's tracer on and off: its global trace function (``sys.settrace``,
+    3.10/3.11), or its ``sys.monitoring`` events (3.12+)."""
+    tracer = agent.tracer
+    if tracer.NAME == "settrace":
+        return lambda: sys.settrace(tracer._trace_call), lambda: sys.settrace(None)
+    return tracer.configuration_changed, tracer.stop
 
 
 def main() -> None:
@@ -119,16 +132,17 @@ def measure(work: Path, repeat: int, steps: int) -> None:
     sock = str(work / "cfg.sock")
     server = serve_engine(sock, [{"breakpoints": {str(work / "stepper.py"): [{"id": 1, "line": 2}]}}])
     agent.start(sock)
-    sys.settrace(None)
+    on, off = agent_switch(agent)
+    off()
     threading.settrace(None)  # type: ignore[arg-type]
-    tracers = {**TRACERS, "agent": agent._trace_call}
+    tracers = {**TRACERS, "agent": (on, off)}
     results = {name: interleaved(repeat, tracers, lambda m=module: m.fib(25))
                for name, module in (("user", user), ("library", library))}
-    sys.settrace(agent._trace_call)
+    on()
     start = time.thread_time()
     stepper.steps(steps)
     per_step = (time.thread_time() - start) / steps_taken[0]
-    sys.settrace(None)
+    off()
     server.close()
 
     print(f"Python {sys.version.split()[0]}: fib(25) with a trace function / without, best of {repeat}")

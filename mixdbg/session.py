@@ -16,6 +16,7 @@ running unless the user asked to kill it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
@@ -129,6 +130,7 @@ class Session:
         self._watch_pending: list[tuple[int, threading.Event]] = []
         self.last_stop: Stopped | None = None
         self._kicking = False
+        self._pausing = False  # the user asked for a pause (an interrupt) not reported yet
         self._stalled = 0  # failed resumes in a row
         #: The Python agents (``mixdbg dap``), their trap's gdb breakpoint number.
         self.hub = hub
@@ -139,8 +141,9 @@ class Session:
         self.python = PythonStops(self.gdb, hub, self.inspect,
                                   lambda: set(self.tree.live_pids()) | ({self.pid} if self.pid else set()))
         self.stepper = Stepper(self.gdb, self.inspect.write_memory, self.resume,
-                               lambda command: self.python.tell(self.stop, command), self.python.alive,
-                               self.solibs.read, self.python.step_signal)
+                               lambda command, **arguments: self.python.tell(self.stop, command, **arguments),
+                               self.python.alive, self.solibs.read, self.python.step_signal, self.python.mark,
+                               self._attend_agents, self.python.monitors)
         self._reply: dict[str, Any] | None = None
         #: The mailbox of the Python request being served, and when it was cancelled (any
         #: thread may cancel it: see ``cancel_python_request``).
@@ -263,6 +266,7 @@ class Session:
         them (they are exiting: gdb refuses until it has seen the exits), the exits are
         awaited, and the resume retried meanwhile (``_unstick``)."""
         if self.state == "stopped":
+            self._attend_agents()
             self._leave_stop()
             if not self.tree.continue_all():
                 self._reconcile()
@@ -308,24 +312,45 @@ class Session:
             self._alone = False
             self.gdb.console("set scheduler-locking off")
 
-    def step(self, kind: str, thread: int, index: int) -> None:
+    def step(self, kind: str, thread: int, index: int, target: dict[str, Any] | None = None) -> None:
         """Step ``kind`` (next, stepIn, stepOut) from frame ``index`` of ``thread``'s mixed
-        stack, in either language, across the boundary where the code goes there."""
+        stack, in either language, across the boundary where the code goes there;
+        ``target``: a Step Into Target's call (``{"target": name, "skip": n}``, from the
+        agent's ``stepInTargets``)."""
         self._require_stopped("steps")
         last = self.last_stop
         own_frame = last is not None and last.thread == thread and last.reason in ("breakpoint", "step")
         at = self.inspect.step_context(self.stop, thread, index, native_stop_frame=own_frame)
         if not at.native_stop_frame and not 0 <= index < len(at.stack.frames):
             raise UsageError(f"no frame #{index} in thread {thread}")
-        self.stepper.step(kind, at)
+        self.stepper.step(kind, at, target)
         if self.state == "stopped":  # a gdb step: the tree runs until its stop
             self.state = "running"
             self.inspect.forget()
             self.stop = None
 
     def configure_agents(self, **changes: Any) -> None:
-        """Change what the Python agents are told (see ``pystops``)."""
-        self.python.configure(self.state == "stopped", **changes)
+        """Change what the Python agents are told (see ``pystops``). The agents read it when
+        the tree resumes; a running tree is stopped for that, unseen (as ``_unstick``
+        does), and resumed at once."""
+        if self.python.configure(**changes) and self.state == "running" and not self._kicking \
+                and self.stepper.native_thread is None:  # a gdb step under way attends at its end
+            self._kicking = True
+            self.gdb.command("-exec-interrupt")
+
+    def _attend_agents(self, stepping: int | None = None) -> None:
+        """Before the tree runs: every agent applies what the engine left pending
+        (``attention``); never by a signal to gdb thread ``stepping`` (a gdb step's)."""
+        self.python.attend(self.stop, lambda pid, number: self._queue_agent_signal(pid, number, stepping))
+
+    def _queue_agent_signal(self, pid: int, number: int, stepping: int | None) -> bool:
+        """Have gdb deliver the agent's signal to process ``pid``'s main thread as it resumes;
+        False when that thread is ``stepping`` (the signal waits for the next resume)."""
+        main = next((thread for thread in self.inspect.threads() if thread.lwp == pid), None)
+        if main is None or main.id == stepping:
+            return main is None
+        self.stepper.queue_signal(main.id, number)
+        return True
 
     def _leave_stop(self) -> None:
         """Before the tree runs: a thread at a Python stop is told to continue (unless a
@@ -412,9 +437,29 @@ class Session:
                 self._cancelled_at = time.monotonic()
             return True
 
+    def python_request(self, thread: int, request: dict[str, Any]) -> dict[str, Any]:
+        """A request of the tracer (Step Into targets, jump targets) at the Python stop of
+        ``thread``: its reply's body, or ``UsageError`` where there is no such stop."""
+        if self.stop is None or self.stop.mailbox is None or self.stop.thread != thread:
+            raise UsageError("this needs the thread stopped in Python (at a Python breakpoint or step)")
+        return self._agent_request(request)
+
+    def jump(self, thread: int, line: int) -> None:
+        """Make the Python frame stopped in ``thread`` go on from ``line`` of its function,
+        then report the stop there (reason ``goto``), as debugpy's Jump to Cursor does."""
+        self.python_request(thread, {"command": "goto", "line": line})
+        last = self.last_stop
+        if last is None or last.python is None:
+            return
+        self.inspect.forget()
+        message = dict(last.python, reason="goto", breakpoints=[], description=f"Jumped to line {line}")
+        self.last_stop = dataclasses.replace(last, reason="goto", breakpoint=None, python=message)
+        self.emit(self.last_stop)
+
     def interrupt(self) -> None:
         """Stop the running debuggee; the stop is reported as an ``interrupt``."""
         if self.state == "running":
+            self._pausing = True
             self.gdb.command("-exec-interrupt")
 
     def run(self) -> int:
@@ -574,7 +619,9 @@ class Session:
                                                  or {}).get("number", 0)), None, payload)
         elif reason == "signal-received" and payload.get("signal-name") != "SIGINT":
             self._report("signal", None, str(payload.get("signal-name")), payload)
-        elif reason in ("end-stepping-range", "function-finished", "location-reached"):
+        elif reason in ("end-stepping-range", "function-finished", "location-reached") or \
+                (not reason and self.stepper.native_thread is not None and not self._pausing):
+            # gdb 18 ends some finishes (into CPython's eval loop) with no reason at all
             self._on_step_end(payload)
         else:  # an interrupt (gdb says SIGINT, or gives no reason) or a stop gdb names otherwise
             self._report("interrupt" if reason in ("", "signal-received") else "other", None, None, payload)
@@ -635,6 +682,9 @@ class Session:
         if hit == self.table.throw_catch:
             self._report("exception", None, None, payload)
             return
+        thread = str(payload.get("thread-id", ""))
+        if thread.isdigit() and self.stepper.entered_python(str(hit), int(thread)):
+            return  # a native Step Into reached Python: the agent stops at its first line
         if str(hit) in self.stepper.temporary:  # where a step across the boundary lands
             self._report("step", None, None, payload)
             return
@@ -656,6 +706,7 @@ class Session:
         thread_id = int(thread) if thread and str(thread).isdigit() else None
         process: Process | None = self.tree.stopped_in(payload)
         pid = process.pid if process else self.pid
+        self._pausing = False
         self.stepper.disarm()
         self._everyone()
         if pid is not None:

@@ -261,14 +261,9 @@ class Forky:
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
 
-@pytest.fixture(scope="session")
-def forky() -> Forky:
-    """The forky platform with this checkout of mixdbg installed (skips where it cannot
-    exist: no ``shared/envs/forky`` beside the repository, or not root)."""
-    if not FORKY_SCRIPT.is_file():
-        pytest.skip(f"no {FORKY_SCRIPT}")
-    if os.geteuid() != 0:
-        pytest.skip("the forky chroot needs root")
+def install_in_forky() -> Forky:
+    """The forky platform with this checkout of mixdbg installed in its venv (RuntimeError
+    with pip's output when that fails); the benchmarks use it too."""
     env = Forky(FORKY_SCRIPT)
     repo = Path(__file__).resolve().parents[1]
     pip = f"{FORKY_VENV}/bin/pip install -q --disable-pip-version-check"
@@ -279,8 +274,22 @@ def forky() -> Forky:
                f"{pip} --no-deps --force-reinstall /tmp/src")
     setup = env.run(repo, ["bash", "-c", install], timeout=600)
     if setup.returncode != 0:
-        pytest.fail(f"installing mixdbg in forky failed: {setup.stdout[-2000:]}{setup.stderr[-2000:]}")
+        raise RuntimeError(f"installing mixdbg in forky failed: {setup.stdout[-2000:]}{setup.stderr[-2000:]}")
     return env
+
+
+@pytest.fixture(scope="session")
+def forky() -> Forky:
+    """The forky platform with this checkout of mixdbg installed (skips where it cannot
+    exist: no ``shared/envs/forky`` beside the repository, or not root)."""
+    if not FORKY_SCRIPT.is_file():
+        pytest.skip(f"no {FORKY_SCRIPT}")
+    if os.geteuid() != 0:
+        pytest.skip("the forky chroot needs root")
+    try:
+        return install_in_forky()
+    except RuntimeError as err:
+        pytest.fail(str(err))
 
 
 # --- The interpreters of the platform matrix (issue 9) -----------------------------------

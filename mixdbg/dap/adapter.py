@@ -25,6 +25,7 @@ from mixdbg.dap import execution as _execution  # noqa: F401
 from mixdbg.dap import inspection as _inspection  # noqa: F401
 from mixdbg.dap import lifecycle as _lifecycle  # noqa: F401
 from mixdbg.dap import memory as _memory  # noqa: F401
+from mixdbg.dap import python_steps as _python_steps  # noqa: F401
 from mixdbg.dap.cancel import CANCELLED, Requests
 from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
@@ -50,8 +51,9 @@ from mixdbg.session import Session, SessionEnded
 log = logging.getLogger(__name__)
 
 #: What a stop's reason is called in DAP.
-STOP_REASONS = {"data breakpoint": "data breakpoint", "breakpoint": "breakpoint", "step": "step", "signal": "exception", "interrupt": "pause",
-                "entry": "entry", "exception": "exception", "other": "pause"}
+STOP_REASONS = {"data breakpoint": "data breakpoint", "breakpoint": "breakpoint", "step": "step",
+                "signal": "exception", "interrupt": "pause", "entry": "entry", "exception": "exception",
+                "goto": "goto", "other": "pause"}
 
 Frame = tuple[int, int]  # (thread, index in its mixed stack)
 Reference = Union[tuple[str, int, int], tuple[str, str, Any]]

@@ -145,6 +145,26 @@ def delete_all(adapter: Adapter, breakpoints: list[tuple[int, int]]) -> None:
         _delete(_session(adapter), adapter, number)
 
 
+#: The root of DAP exception paths for Python, as debugpy names it.
+PYTHON_EXCEPTIONS = "Python Exceptions"
+
+
+def _exception_options(options: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """DAP ``exceptionOptions`` as the agents take them: for each option whose path starts
+    at "Python Exceptions", the classes it names (the path's next level; the whole
+    category: ``BaseException``) and its break mode. None: no options (the filters rule)."""
+    if not options:
+        return None
+    rules = []
+    for option in options:
+        path = option.get("path") or []
+        if not path or PYTHON_EXCEPTIONS not in (path[0].get("names") or []):
+            continue
+        names = [str(name) for level in path[1:] for name in level.get("names") or []] or ["BaseException"]
+        rules.append({"names": names, "breakMode": str(option.get("breakMode", "never"))})
+    return rules
+
+
 def _delete(session: Session, adapter: Adapter, number: int) -> None:
     adapter.breakpoints.dap_id.pop(number, None)
     try:
@@ -191,15 +211,19 @@ def set_function_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dic
     return {"breakpoints": result}
 
 
-@request("setExceptionBreakpoints")
+@request("setExceptionBreakpoints", supportsExceptionOptions=True)
 def set_exception_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Python exceptions (raised, uncaught) through the agents; C++ throw through gdb's
-    catchpoint. Native crashes always stop: the process would die unseen otherwise."""
+    """Python exceptions (raised, uncaught, user-uncaught) through the agents, per exception
+    class with ``exceptionOptions`` (which then replace the Python filters, as in
+    debugpy); C++ throw through gdb's catchpoint. Native crashes always stop: the process
+    would die unseen otherwise."""
     filters = set(arguments.get("filters") or [])
     filters.update(str(option.get("filterId")) for option in arguments.get("filterOptions") or [])
     if adapter.program is not None:
         return {"breakpoints": _not_debugging(len(filters))}
-    _session(adapter).configure_agents(raised="python-raised" in filters, uncaught="python-uncaught" in filters)
+    _session(adapter).configure_agents(raised="python-raised" in filters, uncaught="python-uncaught" in filters,
+                                       user_uncaught="python-user-uncaught" in filters,
+                                       exception_options=_exception_options(arguments.get("exceptionOptions")))
     try:
         _session(adapter).table.catch_throw("cpp-throw" in filters)
     except GdbCommandError as err:

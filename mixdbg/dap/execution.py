@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mixdbg.dap.protocol import DapError
+from mixdbg.dap.python_steps import step_target
 from mixdbg.dap.registry import request
 from mixdbg.session import Session
 
@@ -45,11 +46,12 @@ def _step(adapter: Adapter, arguments: dict[str, Any], kind: str) -> None:
     session = _session(adapter)
     if session.state != "stopped":
         raise DapError("the program is running; steps start from a stop")
+    target = step_target(adapter, int(arguments["targetId"])) if arguments.get("targetId") is not None else None
     if arguments.get("granularity") == "instruction" and kind in ("next", "stepIn"):
         kind += "Instruction"
     _single(session, arguments)
     adapter.resumed()
-    session.step(kind, int(arguments["threadId"]), 0)
+    session.step(kind, int(arguments["threadId"]), 0, target)
 
 
 @request("next", supportsSteppingGranularity=True)
@@ -62,7 +64,8 @@ def next_(adapter: Adapter, arguments: dict[str, Any]) -> None:
 @request("stepIn")
 def step_in(adapter: Adapter, arguments: dict[str, Any]) -> None:
     """Step into the call on this line, across the boundary when it goes there (one
-    instruction, into calls, with ``granularity: instruction``)."""
+    instruction, into calls, with ``granularity: instruction``); with a ``targetId``
+    (Step Into Target), into that call of the Python line."""
     _step(adapter, arguments, "stepIn")
 
 

@@ -357,8 +357,8 @@ def exception_info(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any
     if last.python is not None and last.python.get("exception"):
         info = last.python["exception"]
         return {"exceptionId": str(info.get("type", "Exception")), "description": str(info.get("message", "")),
-                "breakMode": "always", "details": {"typeName": str(info.get("type", "")),
-                                                   "stackTrace": str(info.get("text", ""))}}
+                "breakMode": str(info.get("breakMode", "always")),
+                "details": {"typeName": str(info.get("type", "")), "stackTrace": str(info.get("text", ""))}}
     if last.signal:
         return {"exceptionId": last.signal, "description": f"the process received {last.signal}",
                 "breakMode": "always"}

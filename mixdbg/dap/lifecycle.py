@@ -40,6 +40,9 @@ EXCEPTION_FILTERS = [
      "description": "Stop when a Python exception ends a thread or the program"},
     {"filter": "python-raised", "label": "Raised Python exceptions", "default": False,
      "description": "Stop where your Python code raises an exception"},
+    {"filter": "python-user-uncaught", "label": "User uncaught Python exceptions", "default": False,
+     "description": "Stop where a Python exception leaves your code for library code that catches it "
+                    "(a ThreadPoolExecutor worker, a framework's handler)"},
 ]
 
 
@@ -126,7 +129,8 @@ def _launch_checked(adapter: Adapter, arguments: dict[str, Any], checking: _Chec
         return None
     adapter.hub = AgentHub(adapter.agent_message)
     adapter.hub.configure(just_my_code=bool(arguments.get("justMyCode", True)),
-                          stop_on_entry=bool(arguments.get("stopOnEntry", False)))
+                          stop_on_entry=bool(arguments.get("stopOnEntry", False)),
+                          show_return_value=bool(arguments.get("showReturnValue", True)))
     hub = adapter.hub
 
     def start_program() -> None:  # while gdb boots; held at its gate until configurationDone

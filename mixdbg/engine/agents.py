@@ -28,12 +28,15 @@ from mixdbg.rundir import runtime_dir
 log = logging.getLogger(__name__)
 
 MAGIC = 0x4741474244584D4D
-VERSION = 1
+VERSION = 2
 SLOT_COUNT = 16
-#: Shared block: u64 magic, u32 version, u32 armed, then slots {u64 tid, u32 mode, u32 depth}.
+#: Shared block: u64 magic, u32 version, u32 armed, slots {u64 tid, u32 mode, u32 depth},
+#: then (see ``attention``) u64 attend, u64 trace_call, u64 attend_call, u32 frame_trace,
+#: u32 trace_object.
 ARMED_AT = 12
 SLOTS_AT = 16
 SLOT_SIZE = 16
+ATTEND_AT = SLOTS_AT + SLOT_COUNT * SLOT_SIZE
 #: Mailbox: u64 magic, u64 shared, u64 tid, u32 out_len, u32 in_len, out[OUT_SIZE], in[IN_SIZE].
 MAILBOX_HEADER = 32
 OUT_SIZE = 1 << 20
@@ -66,16 +69,25 @@ class AgentConfig:
     breakpoints: dict[str, list[PythonBreakpoint]] = field(default_factory=dict)
     raised: bool = False
     uncaught: bool = False
+    user_uncaught: bool = False
+    #: Per exception class, as DAP's exceptionOptions (the filters are then ignored):
+    #: ``[{"names": ["ValueError", ...], "breakMode": "never" | "always" | "unhandled" | "userUnhandled"}]``.
+    exception_options: list[dict[str, Any]] | None = None
     just_my_code: bool = True
     stop_on_entry: bool = False
+    show_return_value: bool = True
 
     def messages(self) -> list[dict[str, Any]]:
         """The configuration as the agent's messages."""
+        exceptions: dict[str, Any] = ({"options": self.exception_options} if self.exception_options is not None else
+                                      {"raised": self.raised, "uncaught": self.uncaught,
+                                       "userUnhandled": self.user_uncaught})
         return [
             {"breakpoints": {path: [_compact(asdict(b)) for b in bps] for path, bps in self.breakpoints.items()}},
-            {"exceptions": {"raised": self.raised, "uncaught": self.uncaught}},
+            {"exceptions": exceptions},
             {"justMyCode": self.just_my_code},
             {"stopOnEntry": self.stop_on_entry},
+            {"showReturnValue": self.show_return_value},
         ]
 
 
@@ -102,10 +114,11 @@ class AgentHub:
         self.shared: dict[int, int] = {}  # pid -> shared block address
         #: pid -> the signal its agent stops at after a native Step Out (see the agent's STEP_SIGNAL)
         self.step_signals: dict[int, int] = {}
-        self.readers: set[int] = set()  # the agents' reader threads (LWPs): never the user's
         #: Called with a new agent's PID before its welcome (the process waits for it): what
         #: the engine must set in a fork child before it runs on (data breakpoints).
         self.before_welcome: Callable[[int], None] = lambda pid: None
+        #: pid -> how its agent traces: "monitoring" (3.12+) or "settrace"
+        self.tracing: dict[int, str] = {}
         self._connections: dict[int, socket.socket] = {}
         self._lock = threading.Lock()
         self._hello = threading.Condition(self._lock)
@@ -127,6 +140,12 @@ class AgentHub:
         with self._lock:
             self._released = True
         self._broadcast([{"go": True}])
+
+    @property
+    def released(self) -> bool:
+        """Whether the programs were let start (agents then read configuration only when
+        told to: see ``attention``)."""
+        return self._released
 
     def wait_for(self, pid: int, timeout: float) -> bool:
         """Wait until the agent of ``pid`` said hello; False after ``timeout`` seconds."""
@@ -176,8 +195,6 @@ class AgentHub:
                     pid = int(message["hello"])
                     self.before_welcome(pid)
                     self._welcome(pid, conn, message)
-                elif "reader" in message:
-                    self.readers.add(int(message["reader"]))
                 elif pid is not None:
                     self.on_message(pid, message)
         if pid is not None:
@@ -194,6 +211,8 @@ class AgentHub:
                 self.shared[pid] = int(hello["shared"])
             if hello.get("step_signal"):
                 self.step_signals[pid] = int(hello["step_signal"])
+            if hello.get("tracing"):
+                self.tracing[pid] = str(hello["tracing"])
             messages = self.config.messages() + ([{"go": True}] if self._released else [])
             self._send(pid, conn, messages)
             self._hello.notify_all()
@@ -276,17 +295,44 @@ def clear_slots(write: WriteMemory, pid: int, shared: int) -> None:
         write(pid, shared + ARMED_AT, struct.pack("<I", 0))
 
 
-def nudge(write: WriteMemory, pid: int, shared: int) -> None:
-    """After configuration was sent at a native stop: one more than the slots in use in
-    ``armed``, so that the first traced event applies it before any line runs (the reader
-    thread may not get the GIL in time: see the design's config channel)."""
+def nudge(write: WriteMemory, pid: int, shared: int) -> bool:
+    """After configuration was sent or a step armed at a stop: one more than the slots in use
+    in ``armed`` (once), so that the first event that sees it applies it before any line
+    runs (see ``attention``). False when no agent is there (any more)."""
     try:
         with ProcMemory(pid) as read:
             magic, armed = struct.unpack("<QxxxxI", read(shared, 16))
+            slots = read(shared + SLOTS_AT, SLOT_SIZE * SLOT_COUNT)
     except MemoryReadError:
-        return
-    if magic == MAGIC:
-        write(pid, shared + ARMED_AT, struct.pack("<I", armed + 1))
+        return False
+    if magic != MAGIC:
+        return False
+    in_use = sum(1 for i in range(SLOT_COUNT) if struct.unpack_from("<QI", slots, i * SLOT_SIZE)[1])
+    if armed <= in_use:
+        write(pid, shared + ARMED_AT, struct.pack("<I", in_use + 1))
+    return True
+
+
+@dataclass(frozen=True)
+class Attention:
+    """How the engine gets a 3.10/3.11 agent's attention (all 0 elsewhere): the addresses of
+    its frame tracer, of its global trace function and of the one it takes while something
+    is armed; where a frame object keeps ``f_trace``, a thread state its trace object."""
+
+    attend: int
+    trace_call: int
+    attend_call: int
+    frame_trace: int
+    trace_object: int
+
+
+def attention_fields(pid: int, shared: int) -> Attention:
+    """What the agent of ``pid`` published for its attention (all 0 when unreadable)."""
+    try:
+        with ProcMemory(pid) as read:
+            return Attention(*struct.unpack("<QQQII", read(shared + ATTEND_AT, 32)))
+    except MemoryReadError:
+        return Attention(0, 0, 0, 0, 0)
 
 
 def _compact(values: dict[str, Any]) -> dict[str, Any]:

@@ -244,8 +244,7 @@ class Inspector:
         return found or [None]
 
     def threads(self) -> list[ThreadInfo]:
-        """Every thread of every followed process, named with its process for people (the
-        Python agents' reader threads left out: they are mixdbg's, not the program's)."""
+        """Every thread of every followed process, named with its process for people."""
         result = self.gdb.command("-thread-info")
         threads: list[ThreadInfo] = []
         for raw in result.get("threads", []):
@@ -255,8 +254,6 @@ class Inspector:
             match = _LWP.search(str(raw.get("target-id", "")))
             lwp = int(match.group(1) or match.group(2)) if match else 0
             self._lwps[int(raw["id"])] = lwp  # kept for steps: a thread keeps its LWP
-            if self.hub is not None and lwp in self.hub.readers:
-                continue  # the agent's own thread
             pid = process.pid if process is not None else (self.root_pid or 0)
             own = "MainThread" if lwp == pid else str(raw.get("name") or f"thread {lwp}")
             who = process.label() if process is not None and process is not self.tree.root else "main"

@@ -6,12 +6,19 @@ knows how (``docs/dap-design.md``).
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
-from mixdbg.engine import agents
+from mixdbg.engine import agents, attention
 from mixdbg.engine.inspect import Inspector, StopPoint
 from mixdbg.errors import DebuggerError, UsageError
 from mixdbg.gdbmi import GdbMi
+
+log = logging.getLogger(__name__)
+
+#: Deliver the agent's signal to process ``pid``'s main thread as it resumes (the session's
+#: gdb does it): (pid, signal number) -> False when it must wait for the next resume.
+QueueSignal = Callable[[int, int], bool]
 
 
 class PythonStops:
@@ -23,6 +30,8 @@ class PythonStops:
         self.hub = hub
         self.inspect = inspect
         self.live_pids = live_pids
+        #: Processes whose agent must apply something before the program runs on.
+        self.pending: set[int] = set()
 
     def alive(self) -> dict[int, int]:
         """The live processes that have an agent, and its shared block's address."""
@@ -31,26 +40,54 @@ class PythonStops:
         live = self.live_pids()
         return {pid: shared for pid, shared in self.hub.shared.items() if pid in live}
 
+    def monitors(self, pid: int) -> bool:
+        """Whether process ``pid``'s agent traces with sys.monitoring (3.12+)."""
+        return self.hub is not None and self.hub.tracing.get(pid) == "monitoring"
+
     def step_signal(self, pid: int) -> int | None:
         """The signal process ``pid``'s agent stops at after a native Step Out (None: none)."""
         return self.hub.step_signals.get(pid) if self.hub is not None else None
 
-    def configure(self, stopped: bool, **changes: Any) -> None:
-        """Change what the agents are told (``AgentConfig`` fields). While the tree is stopped,
-        make every process apply it before it runs another line: not only the one at a
-        Python stop (which drains its channel when resumed), but every other one too, whose
-        reader thread may not get the GIL before a stale breakpoint is hit."""
+    def configure(self, **changes: Any) -> bool:
+        """Change what the agents are told (``AgentConfig`` fields); every process must apply
+        it before it runs another line (``attend``): True when running programs must be
+        stopped for that (the agents read configuration only when told to)."""
         if self.hub is None:
-            return
+            return False
         self.hub.configure(**changes)
-        if stopped:
-            for pid, shared in self.alive().items():
-                agents.nudge(self.inspect.write_memory, pid, shared)
+        self.pending.update(self.alive())
+        return self.hub.released
 
-    def tell(self, stop: StopPoint | None, command: str) -> None:
+    def mark(self, pid: int) -> None:
+        """Process ``pid``'s agent has a step armed by the engine to apply before it runs on."""
+        self.pending.add(pid)
+
+    def attend(self, stop: StopPoint | None, queue_signal: QueueSignal) -> None:
+        """Before the tree runs: every process with something pending is told (see
+        ``attention``), except the one at a Python stop, whose thread applies it when it
+        leaves the stop, before any other thread of its process runs Python."""
+        pending, self.pending = self.pending, set()
+        at_python_stop = stop.pid if stop is not None and stop.mailbox is not None else None
+        for pid, shared in self.alive().items():
+            if pid not in pending:
+                continue
+            try:
+                if not agents.nudge(self.inspect.write_memory, pid, shared) or pid == at_python_stop:
+                    continue
+                if self.hub is not None and self.hub.tracing.get(pid) == "settrace" and \
+                        attention.wake_threads(pid, shared, self.inspect.write_memory):
+                    continue
+            except DebuggerError as err:  # an exiting process: nothing left to tell
+                log.debug("attention of PID %d: %s", pid, err.message)
+                continue
+            signal = self.step_signal(pid)
+            if signal is not None and not queue_signal(pid, signal):
+                self.pending.add(pid)
+
+    def tell(self, stop: StopPoint | None, command: str, **arguments: Any) -> None:
         """Give the thread at a Python stop its command for when it runs again."""
         if stop is not None and stop.mailbox is not None:
-            agents.post_to_mailbox(self.inspect.write_memory, stop.mailbox, {"command": command})
+            agents.post_to_mailbox(self.inspect.write_memory, stop.mailbox, {"command": command, **arguments})
             stop.answered = True
 
     def run_on(self, mailbox: agents.Mailbox) -> None:

@@ -33,6 +33,9 @@ INSTRUCTION_STEPS = {"nextInstruction": ("-exec-next-instruction", "next"),
 EntryKey = tuple[int, Optional[tuple[str, ...]], str, str]
 #: How many times a native step may pass through glue before it is reported where it is.
 MAX_GLUE_HOPS = 8
+#: Where the interpreter starts running Python called from C (exported by every build):
+#: a native Step Into breaks there, in its thread, on 3.12+ (see ``entered_python``).
+PYTHON_ENTRY = "_PyEval_EvalFrameDefault"
 #: Where gdb's ``step`` never stops: the interpreter's and binding libraries' sources (a
 #: Python callback they call is reached through the agent instead).
 SKIPPED_SOURCES = ("*/Objects/*", "*/Python/*", "*/Include/*", "*/Modules/*", "*/Parser/*",
@@ -88,13 +91,22 @@ class Stepper:
     gdb: GdbMi
     write: agents.WriteMemory
     resume_all: Callable[[], None]
-    tell_agent: Callable[[str], None]
+    tell_agent: Callable[..., None]
     #: Every process's agent shared block (pid -> address): all are disarmed at a stop.
     agents_of: Callable[[], dict[int, int]] = dict
     #: Make gdb read a loaded library's symbols (it reads only those breakpoints need).
     read_library: Callable[[str], None] = lambda path: None
     #: The signal a process's agent stops at after a native Step Out (None: it has none).
     step_signal_of: Callable[[int], int | None] = lambda pid: None
+    #: A step was armed in process ``pid``'s agent: it must apply it before it runs on.
+    mark: Callable[[int], None] = lambda pid: None
+    #: Before gdb runs the tree for a step of gdb thread N: tell the agents what is pending
+    #: (``attention``), without a signal to that thread (gdb's step would stop in the handler).
+    attend: Callable[[int], None] = lambda thread: None
+    #: Whether process ``pid``'s agent traces with sys.monitoring (3.12+).
+    monitors: Callable[[int], bool] = lambda pid: False
+    #: The temporary breakpoint where a native Step Into reaches Python, and its process.
+    python_entry: tuple[str, int] | None = None
     temporary: list[str] = field(default_factory=list)
     #: A gdb step of ours is under way on this thread (its stops may need a glue hop).
     native_thread: int | None = None
@@ -111,7 +123,7 @@ class Stepper:
 
     def disarm(self) -> None:
         """At any stop: delete the temporary breakpoints and clear the agents' requests."""
-        self.landing = None
+        self.landing = self.python_entry = None
         if self.temporary:
             try:
                 self.gdb.command("-break-delete " + " ".join(self.temporary))
@@ -124,15 +136,21 @@ class Stepper:
             except DebuggerError as err:  # an exiting process: nothing left to disarm
                 log.debug("disarming PID %d: %s", pid, err.message)
 
-    def step(self, kind: str, at: StepContext) -> None:
-        """Start step ``kind`` (next, stepIn, stepOut) from frame ``at.index``."""
+    def step(self, kind: str, at: StepContext, target: dict[str, Any] | None = None) -> None:
+        """Start step ``kind`` (next, stepIn, stepOut) from frame ``at.index``; ``target``: a
+        Step Into Target's call (``{"target": name, "skip": n}``, Python stops only)."""
         if kind not in STEP_KINDS:
             raise UsageError(f"unknown step {kind!r}")
         self.hops = 0
         if at.in_python and kind in INSTRUCTION_STEPS:
             kind = INSTRUCTION_STEPS[kind][1]
         self.kind = kind
-        if at.in_python:
+        if target is not None:
+            if not at.in_python or at.mailbox is None or at.index != first_visible(at.stack):
+                raise UsageError("Step Into Target steps from the frame of a Python stop")
+            self.tell_agent("stepIn", **target)
+            self.resume_all()
+        elif at.in_python:
             self._python_step(kind, at)
         elif kind in INSTRUCTION_STEPS:
             self._gdb_step(INSTRUCTION_STEPS[kind][0], at.thread, at.level)
@@ -173,7 +191,33 @@ class Stepper:
             return
         if kind == "stepIn":
             self._arm(at, agents.STEP_IN, 0)  # a Python callback on this line stops at its first line
+            if at.shared is not None and self.monitors(at.pid):
+                self._break_at_python_entry(at)
         self._gdb_step("-exec-step" if kind == "stepIn" else "-exec-next", at.thread, level)
+
+    def _break_at_python_entry(self, at: StepContext) -> None:
+        """3.12+: the agent sees a callback's start only if its code was never disabled, so
+        a native Step Into also breaks where the interpreter starts running Python called
+        from C, in this thread: there ``entered_python`` gets the agent's attention."""
+        number = len(self.temporary)
+        self._temporary_break(PYTHON_ENTRY, at.thread)
+        if len(self.temporary) > number:
+            self.python_entry = (self.temporary[-1], at.pid)
+
+    def entered_python(self, number: str, thread: int) -> bool:
+        """Breakpoint ``number`` hit: if it is a native Step Into's Python entry, have gdb
+        deliver the agent's signal as the thread starts the Python code (its handler runs
+        before the first instruction and sets up the step's events) and let it run:
+        the agent stops at the first user line. False when it is not that breakpoint."""
+        if self.python_entry is None or self.python_entry[0] != number:
+            return False
+        pid = self.python_entry[1]
+        self.python_entry, self.native_thread = None, None
+        signal = self.step_signal_of(pid)
+        if signal is not None:
+            self.queue_signal(thread, signal)
+        self.resume_all()
+        return True
 
     def _out_to_python(self, at: StepContext, stack: MixedStack, caller: int, depth: int) -> None:
         """Out of native code called from the Python frame ``caller`` (at ``depth``) of
@@ -197,7 +241,7 @@ class Stepper:
             (depth, signal), self.landing = self.landing, None
             visible = first_visible(stack)
             if visible is not None and stack.frames[visible].depth == depth:
-                self._queue_signal(at.thread, signal)
+                self.queue_signal(at.thread, signal)
                 self.resume_all()
                 return False
         if self.hops >= MAX_GLUE_HOPS or not stack.frames or self.kind in INSTRUCTION_STEPS:
@@ -274,6 +318,7 @@ class Stepper:
         if at.shared is None:
             return
         agents.arm_slot(self.write, at.pid, at.shared, at.tid, mode, depth)
+        self.mark(at.pid)
 
     def _temporary_break(self, location: str, thread: int, explicit: bool = False) -> None:
         """A temporary breakpoint on ``thread`` at ``location`` (a linespec, or with
@@ -287,7 +332,7 @@ class Stepper:
         log.debug("step breakpoint %s at %s", result["bkpt"].get("number"), location)
         self.temporary.append(str(result["bkpt"]["number"]))
 
-    def _queue_signal(self, thread: int, number: int) -> None:
+    def queue_signal(self, thread: int, number: int) -> None:
         """Have gdb deliver signal ``number`` to ``thread`` as it resumes, without stopping
         (gdb is told once per signal to pass it silently)."""
         if not self.pass_signal(thread, number):
@@ -313,6 +358,7 @@ class Stepper:
 
     def _gdb_step(self, command: str, thread: int, level: int) -> None:
         self.native_thread = thread
+        self.attend(thread)
         try:
             self.gdb.command(f"{command} --thread {thread} --frame {level}")
         except GdbCommandError as err:

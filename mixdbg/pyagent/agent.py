@@ -1,14 +1,21 @@
 """The Python agent inside the debuggee (standard library only; see docs/dap-design.md).
 
 bootstrap loads this file by path as ``_mixdbg_agent`` and calls :func:`start` before the
-user's program. The agent traces Python with ``sys.settrace``/``threading.settrace`` and stops
-a thread by calling :data:`trap` with the address of the thread's mailbox; gdb has a
-breakpoint on the trap, and the engine answers through the mailbox. Configuration
-(breakpoints, exception filters, justMyCode, stopOnEntry) arrives on a Unix socket.
+user's program. The agent stops a thread by calling :data:`trap` with the address of the
+thread's mailbox; gdb has a breakpoint on the trap, and the engine answers through the
+mailbox. Configuration (breakpoints, exception filters, justMyCode, stopOnEntry) arrives on
+a Unix socket, read without a thread of the agent's own: by a thread leaving a stop, and
+at the first event after the engine marked it pending (``armed``; see "Attention").
+
+This module holds what both tracers share: configuration, breakpoints, steps, exception
+stops and the stop itself. How events reach it is the tracer's: ``monitoring.py``
+(``sys.monitoring``, 3.12+) or ``settrace.py`` (``sys.settrace``, 3.10/3.11, and 3.12+ when
+no monitoring tool id is free).
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import importlib.util
 import os
@@ -18,21 +25,17 @@ import sys
 import sysconfig
 import threading
 import time
-from types import CodeType, FrameType, TracebackType
+from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any, Callable
 
-#: Exceptions that are control flow, not errors: never a "raised" stop.
-_QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
-#: 3.12's legacy tracing ignores ``f_trace_opcodes`` set on a running frame unless settrace
-#: is called again, which then traces every instruction of the program (3.13 fixed it): there
-#: the stop after a return uses a sys.monitoring INSTRUCTION event on the caller's code only.
-_MONITOR_RETURNS = sys.version_info[:2] == (3, 12)
 #: How long a fork child waits for the engine's welcome (its current configuration) before
 #: it runs on with what it inherited; the engine answers within a millisecond or two.
 FORK_WELCOME_TIMEOUT = 10.0
-#: The signal the engine has gdb deliver to a main thread whose native Step Out has just
-#: returned into its Python caller: Python runs its handler at the call's own check for
-#: pending work, before the next instruction, so the stop is on the caller's line with the
+#: The agent's attention signal (see "Attention" in docs/dap-design.md): the engine has gdb
+#: deliver it to a process's main thread when it wrote configuration or armed a step there
+#: and no Python event may come soon enough; Python runs its handler at the main thread's
+#: next check for pending work. After a native Step Out into a main thread's Python caller
+#: it is delivered right after the call returned: the stop is then on the call's line, the
 #: call complete (where debugpy's Step Out and gdb's ``finish`` land). A high real-time
 #: signal, taken only while the program has no handler of its own for it.
 STEP_SIGNAL = int(getattr(signal, "SIGRTMAX", 64)) - 5
@@ -56,44 +59,42 @@ def _load_sibling(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from mixdbg.pyagent import channel, layout, members, stopsession, values
+    from mixdbg.pyagent import channel, exception_stops, jumps, layout, members, stopsession, values
 else:  # in dependency order: stopsession uses members and values
-    layout, members, values, stopsession, channel = (
-        _load_sibling(name) for name in ("layout", "members", "values", "stopsession", "channel"))
+    layout, members, values, stopsession, channel, jumps, exception_stops = (
+        _load_sibling(name)
+        for name in ("layout", "members", "values", "stopsession", "channel", "jumps", "exception_stops"))
 STEP_IN, STEP_TO_DEPTH, STEP_OUT = layout.STEP_IN, layout.STEP_TO_DEPTH, layout.STEP_OUT
+_TRACER_FILES = tuple(os.path.join(os.path.dirname(__file__), f"{name}.py") for name in ("settrace", "monitoring"))
 #: The agent's own code files, whose frames are never shown (nor counted in K).
-_AGENT_FILES = frozenset({__file__, *(module.__file__ for module in (layout, members, values, stopsession, channel))})
+_AGENT_FILES = frozenset({__file__, *(module.__file__ for module in (layout, members, values, stopsession, channel,
+                                                                   jumps, exception_stops)),
+                          *_TRACER_FILES})
+#: The exception events the tracers report (the stops are exception_stops').
+raised, unwinding = exception_stops.raised, exception_stops.unwinding
 _native_trap = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("Py_GetCompiler", ctypes.pythonapi))
 #: The stop: called with a mailbox address, returns when the engine resumes the thread.
 #: Tests replace it by a Python callable that plays the engine.
 trap: Callable[[int], object] = _native_trap
 
 _shared = layout.Shared(magic=layout.MAGIC, version=layout.VERSION)
-#: The shared block as the tracer reads it: memoryview items are the cheapest reads of memory.
+#: The shared block as the tracers read it: memoryview items are the cheapest reads of memory.
 _words = memoryview((ctypes.c_uint64 * (ctypes.sizeof(layout.Shared) // 8)).from_buffer(_shared)).cast("B").cast("Q")
 _halves = _words.cast("B").cast("I")
-_armed = _halves[3:4]  # Shared.armed
-_slot_tids = _words[2::2]  # Slot.tid of each slot
-_slot_modes = _halves[6::4]  # Slot.mode of each slot
+armed = _halves[3:4]  # Shared.armed: slots in use, plus 1 while the engine has something pending
+_slot_tids = _words[2:2 + 2 * len(_shared.slots):2]  # Slot.tid of each slot
+_slot_modes = _halves[6:6 + 4 * len(_shared.slots):4]  # Slot.mode of each slot
 
-# Configuration, replaced wholesale by the reader thread (never mutated in place).
+# Configuration, replaced wholesale when a message changes it (never mutated in place).
 _breakpoints: dict[str, dict[int, list[dict[str, Any]]]] = {}  # real path -> line -> breakpoints
 _hits: dict[int, int] = {}  # breakpoint id -> hits counted so far
-_break_raised = False
-_break_uncaught = False
-_just_my_code = True
-_entry_pending = False
+just_my_code = True
+entry_pending = False
+show_return_value = True
 
-# Per code file name (co_filename), filled lazily by the tracer.
-_real: dict[str, str] = {}  # co_filename -> real path
-_user: dict[str, bool] = {}  # co_filename -> user code (justMyCode)
-_tracers: dict[str, Any] = {}  # co_filename -> its frames' line tracer (None: no line events)
-_bp_lines: dict[str, dict[int, list[dict[str, Any]]]] = {}  # co_filename -> line -> breakpoints
 
 _AGENT_DIR = os.path.dirname(os.path.realpath(__file__))
 _MIXDBG_DIR = os.path.dirname(_AGENT_DIR)
-
-
 def _library_roots() -> tuple[str, ...]:
     """Directories whose files are never user code: the standard library and site-packages,
     each as configured and resolved (a file's name is checked before it is resolved)."""
@@ -120,102 +121,53 @@ def is_user_code(filename: str, just_my_code: bool = True) -> bool:
     return not just_my_code or not real.startswith(_LIBRARY_ROOTS)
 
 
-def _classify(filename: str) -> Any:
-    """Classify a code file seen for the first time; the line tracer of its frames. A library
-    file is known by its name, unresolved (resolving every file of ``import torch`` costs
-    0.1 s), unless a file with breakpoints has its base name."""
-    if _just_my_code and filename.startswith(_LIBRARY_ROOTS) and os.path.basename(filename) not in _bp_basenames:
-        _real[filename], _user[filename] = "", False
-        _tracers[filename] = None
-        return None
-    real = _real[filename] = os.path.realpath(filename) if not filename.startswith("<") else filename
-    user = _user[filename] = is_user_code(real, _just_my_code)
-    table = _breakpoints.get(real)
-    if table is not None:
-        _bp_lines[filename] = table
-    tracer = _tracers[filename] = _tracer_for(filename, user)
-    return tracer
+class FileInfo:
+    """What the agent knows of one code file (``co_filename``): whether it is user code
+    (justMyCode), and its breakpoints by line (None: it has none)."""
+
+    __slots__ = ("lines", "user")
+
+    def __init__(self, user: bool, lines: dict[int, list[dict[str, Any]]] | None) -> None:
+        self.user, self.lines = user, lines
 
 
-def _tracer_for(filename: str, user: bool) -> Any:
-    if filename in _bp_lines:
-        return _trace_breakpoints
-    return _trace_steps if user else None
+_files: dict[str, FileInfo] = {}
 
 
-# --- tracing -------------------------------------------------------------------------------
-
-# The tracers run on every call and line: what they read often is bound as a default
-# argument (a local variable is the cheapest read). ``_tracers`` is never rebound.
-
-def _trace_call(frame: FrameType, event: str, arg: Any, tracers: Any = _tracers.get) -> Any:
-    """The global trace function: a line tracer for user frames and files with breakpoints."""
-    tracer = tracers(frame.f_code.co_filename, _classify)
-    if tracer is None:
-        return None
-    if tracer is _classify:
-        tracer = _classify(frame.f_code.co_filename)
-        if tracer is None:
-            return None
-    if _armed[0]:
-        if _sync_configuration():
-            tracer = _tracers.get(frame.f_code.co_filename)
-        if tracer is _trace_steps and not _break_raised and not _step_call(frame):
-            return None
-    if _entry_pending and frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
-        return _trace_entry
-    return tracer
-
-
-def _trace_breakpoints(frame: FrameType, event: str, arg: Any, armed: memoryview = _armed) -> Any:
-    """The line tracer of files with breakpoints: breakpoints first, then armed steps."""
-    if event == "line":
-        if armed[0]:
-            _step_line(frame)
-            return _trace_breakpoints
-        lines = _bp_lines.get(frame.f_code.co_filename)
-        if lines is not None and frame.f_lineno in lines:
-            _hit(frame, lines[frame.f_lineno])
-    elif event == "return":
-        if _armed[0]:
-            _step_return(frame)
+def file_info(filename: str) -> FileInfo:
+    """The file's info (classified at first sight). A library file is known by its name,
+    unresolved (resolving every file of ``import torch`` costs 0.1 s), unless a file with
+    breakpoints has its base name."""
+    info = _files.get(filename)
+    if info is not None:
+        return info
+    if just_my_code and filename.startswith(_LIBRARY_ROOTS) and os.path.basename(filename) not in _bp_basenames:
+        info = FileInfo(False, None)
     else:
-        _other_event(frame, event, arg)
-    return _trace_breakpoints
+        real = os.path.realpath(filename) if not filename.startswith("<") else filename
+        info = FileInfo(is_user_code(real, just_my_code), _breakpoints.get(real))
+    _files[filename] = info
+    return info
 
 
-def _trace_steps(frame: FrameType, event: str, arg: Any, armed: memoryview = _armed) -> Any:
-    """The line tracer of user files without breakpoints: only armed steps."""
-    if event == "line":
-        if armed[0]:
-            _step_line(frame)
-    elif event == "return":
-        if _armed[0]:
-            _step_return(frame)
-    else:
-        _other_event(frame, event, arg)
-    return _trace_steps
+def code_breakpoints(code: CodeType) -> dict[int, list[dict[str, Any]]] | None:
+    """The breakpoints on lines of ``code`` itself (not of the functions it defines)."""
+    lines = file_info(code.co_filename).lines
+    if not lines:
+        return None
+    own = {line: lines[line] for _, _, line in code.co_lines() if line in lines}
+    return own or None
 
 
-def _other_event(frame: FrameType, event: str, arg: Any) -> None:
-    """exception (raised), opcode (the first instruction after a return)."""
-    if event == "exception":
-        if _break_raised:
-            _raised(frame, arg)
-    elif event == "opcode":
-        _step_opcode(frame)
+def is_user(code: CodeType) -> bool:
+    """Whether ``code`` is user code (justMyCode)."""
+    return file_info(code.co_filename).user
 
 
-def _trace_entry(frame: FrameType, event: str, arg: Any) -> Any:
-    """The main module's first line: the entry stop (stopOnEntry)."""
-    global _entry_pending
-    tracer = _tracers.get(frame.f_code.co_filename) or _trace_steps
-    if event == "line" and _entry_pending:
-        _entry_pending = False
-        frame.f_trace = tracer
-        _stop(frame, "entry", description="Paused on entry")
-        return tracer
-    return tracer(frame, event, arg)
+def is_entry(frame: FrameType) -> bool:
+    """Whether ``frame`` is the main module's, where stopOnEntry stops."""
+    return frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__" \
+        and frame.f_code.co_filename not in _AGENT_FILES
 
 
 def depth_of(frame: FrameType | None) -> int:
@@ -238,7 +190,7 @@ def _depth_at_most(frame: FrameType | None, limit: int) -> bool:
 
 # --- steps (slots) -------------------------------------------------------------------------
 
-def _my_slot() -> layout.Slot | None:
+def my_slot() -> layout.Slot | None:
     """The slot armed for the calling thread, if any."""
     tid = threading.get_native_id()
     tids = _slot_tids.tolist()
@@ -246,6 +198,11 @@ def _my_slot() -> layout.Slot | None:
         return None
     slot: layout.Slot = _shared.slots[tids.index(tid)]
     return slot if slot.mode else None
+
+
+def _slots_in_use() -> int:
+    modes = _slot_modes.tolist()
+    return len(modes) - modes.count(0)
 
 
 def _clear_slot(slot: layout.Slot) -> None:
@@ -282,96 +239,93 @@ def _live_thread_ids() -> set[int]:
         return {thread.native_id for thread in threading.enumerate() if thread.native_id is not None}
 
 
-def _step_call(frame: FrameType) -> bool:
-    """Whether a new frame of a file without breakpoints may stop the step armed on this
-    thread: a frame deeper than a ``next`` or ``stepOut`` needs no line events (as in bdb)."""
-    slot = _my_slot()
-    return slot is None or slot.mode == STEP_IN or _depth_at_most(frame, slot.depth)
-
-
-def _sync_configuration() -> bool:
-    """Whether the engine had configuration pending, now applied. After writing configuration
-    at a native stop the engine adds 1 to ``armed`` beyond the slots in use, so that the
-    first traced event, in any thread, applies it before a line runs (the reader thread
-    may not get the GIL for 5 ms)."""
-    modes = _slot_modes.tolist()
-    in_use = len(modes) - modes.count(0)
-    if _armed[0] <= in_use:
+def step_needs_frame(frame: FrameType, slot: layout.Slot) -> bool:
+    """Whether a frame may stop the step of ``slot``: any user frame for a Step Into; one no
+    deeper than the step's frame for ``next``; one less deep for ``stepOut``; the target's
+    frame for a Step Into Target."""
+    if not is_user(frame.f_code):
         return False
-    _shared.armed = in_use
-    _drain()
+    if slot.mode == STEP_IN:
+        return True
+    state = _threads.get(threading.get_native_id())
+    if state is not None and state.target is not None and state.target_frame is frame:
+        return True
+    return _depth_at_most(frame, slot.depth - 1 if slot.mode == STEP_OUT else slot.depth)
+
+
+def target_reached(frame: FrameType, slot: layout.Slot) -> bool:
+    """Whether ``frame`` (just started) is the call a Step Into Target waits for: the named
+    function, called from the step's frame. Remembered, so that its lines stop the step."""
+    state = _threads.get(threading.get_native_id())
+    if state is None or state.target is None or state.target_frame is not None:
+        return False
+    if frame.f_code.co_name != state.target or not _depth_at_most(frame, slot.depth + 1) \
+            or _depth_at_most(frame, slot.depth):
+        return False
+    if state.target_skip:  # an earlier call of the same name on the line
+        state.target_skip -= 1
+        return False
+    state.target_frame = frame
     return True
 
 
-def _step_line(frame: FrameType) -> None:
+def step_line(frame: FrameType, lines: dict[int, list[dict[str, Any]]] | None) -> None:
     """A line while ``armed``: pending configuration first (the breakpoints may have changed),
     then the line's breakpoints, then the step armed on this thread."""
-    _sync_configuration()
-    lines = _bp_lines.get(frame.f_code.co_filename)
-    if lines is not None and frame.f_lineno in lines and _hit(frame, lines[frame.f_lineno]):
+    if sync_configuration():
+        lines = code_breakpoints(frame.f_code)
+    if lines is not None and frame.f_lineno in lines and hit(frame, lines[frame.f_lineno]):
         return
-    slot = _my_slot()
+    if entry_pending and is_entry(frame):
+        entry_stop(frame)
+        return
+    slot = my_slot()
+    if slot is not None and step_needs_frame(frame, slot):
+        stop(frame, "step", description="Paused after step")
+
+
+def step_return(frame: FrameType, value: Any, unwinding: bool) -> FrameType | None:
+    """A frame returns while a step is armed on this thread: keep its value for the stop
+    ahead (debugpy's ``(return) name``), and return its caller when the step stops there,
+    right after the call (as debugpy does): the caller is user code and the step waited
+    for this frame or an outer one."""
+    slot = my_slot()
     if slot is None:
-        return
-    limit = slot.depth - 1 if slot.mode == STEP_OUT else slot.depth
-    if slot.mode == STEP_IN or _depth_at_most(frame, limit):
-        _stop(frame, "step", description="Paused after step")
-
-
-def _step_return(frame: FrameType) -> None:
-    """A frame the step was waiting for returns: stop in its caller right after the call (as
-    debugpy does), through an opcode event in the caller, when the caller is traced."""
-    slot = _my_slot()
-    if slot is None or not (slot.mode == STEP_IN or _depth_at_most(frame, slot.depth)):
-        return
+        return None
+    state = _thread()
+    deep = not _depth_at_most(frame, slot.depth)
     caller = frame.f_back
-    tracer = _tracers.get(caller.f_code.co_filename) if caller is not None else None
-    if caller is None or tracer is None:
-        return
-    if caller.f_trace is None:
-        caller.f_trace = tracer
-    if _MONITOR_RETURNS:
-        if not _watch_instructions(caller.f_code):
-            return
-    else:
-        caller.f_trace_opcodes = True
-    _thread().return_frame = caller
+    if show_return_value and not unwinding and caller is not None and \
+            (slot.mode == STEP_IN or not deep or (slot.mode == STEP_TO_DEPTH and _depth_at_most(frame, slot.depth + 1))):
+        state.returns.append((caller, _function_name(frame), value))
+    if deep and slot.mode != STEP_IN:
+        return None
+    if caller is None or not is_user(caller.f_code):
+        return None
+    state.return_frame = caller
+    return caller
 
 
-def _watch_instructions(code: CodeType) -> bool:
-    """3.12: INSTRUCTION events for one code object, to :func:`_on_instruction`."""
-    global _monitor_tool
-    monitoring = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
-    if _monitor_tool is None:
-        free = [tool for tool in range(5, 1, -1) if monitoring.get_tool(tool) is None]
-        if not free:
-            return False
-        _monitor_tool = free[0]
-        monitoring.use_tool_id(_monitor_tool, "mixdbg")
-        monitoring.register_callback(_monitor_tool, monitoring.events.INSTRUCTION, _on_instruction)
-    monitoring.set_local_events(_monitor_tool, code, monitoring.events.INSTRUCTION)
-    return True
+def _function_name(frame: FrameType) -> str:
+    """A function's name as debugpy shows its return value: ``Class.method`` for a method."""
+    code = frame.f_code
+    qualname = getattr(code, "co_qualname", None)  # 3.11+
+    if qualname is not None:
+        return str(qualname).replace(".<locals>", "")
+    first = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount and code.co_varnames else None
+    if code.co_varnames and code.co_varnames[0] in ("self", "cls") and first is not None:
+        owner = first if isinstance(first, type) else type(first)
+        return f"{owner.__name__}.{code.co_name}"
+    return code.co_name
 
 
-def _on_instruction(code: CodeType, offset: int) -> None:
-    frame = sys._getframe(1)
-    state = _threads.get(threading.get_native_id())
-    if state is not None and state.return_frame is frame:
-        sys.monitoring.set_local_events(_monitor_tool, code, 0)  # type: ignore[attr-defined,unused-ignore]
-        _step_opcode(frame)
-
-
-_monitor_tool: int | None = None
-
-
-def _step_opcode(frame: FrameType) -> None:
+def returned_into(frame: FrameType) -> None:
     """The first instruction of a caller after the return a step was waiting for."""
-    frame.f_trace_opcodes = False
     state = _thread()
     if state.return_frame is frame:
         state.return_frame = None
-        if _my_slot() is not None:
-            _stop(frame, "step", description="Paused after step")
+        if my_slot() is not None:
+            stop(frame, "step", description="Paused after step")
 
 
 def _take_step_signal() -> None:
@@ -389,23 +343,48 @@ def _take_step_signal() -> None:
 
 
 def _on_step_signal(signum: int, frame: FrameType | None) -> None:
-    """The engine's :data:`STEP_SIGNAL`: a native Step Out returned into ``frame``; stop
-    there if the step armed on this thread still waits for a frame that deep. Sent while a
-    request is served, it ends the request if it was cancelled."""
+    """The engine's :data:`STEP_SIGNAL`: apply what it left pending; after a native Step
+    Out that returned into ``frame``, stop there if the step armed on this thread still
+    waits for a frame that deep; after a native Step Into that reached Python (``frame``
+    about to run its first line), trace it. Sent while a request is served, it ends the
+    request if it was cancelled."""
     values.raise_if_cancelled()
-    slot = _my_slot()
-    if frame is not None and slot is not None and slot.mode == STEP_TO_DEPTH and _depth_at_most(frame, slot.depth):
-        _stop(frame, "step", description="Paused after step")
+    if not _running:
+        return  # still taking the engine's first configuration
+    if not sync_configuration():
+        _drain()  # configuration sent while the program ran (the engine did not stop it)
+    slot = my_slot()
+    if frame is None or slot is None:
+        return
+    if slot.mode == STEP_IN:  # a native Step Into reached Python: this frame's lines stop it
+        tracer.step_armed(frame)
+    elif slot.mode == STEP_TO_DEPTH and is_user(frame.f_code) and _depth_at_most(frame, slot.depth):
+        stop(frame, "step", description="Paused after step")
+
+
+# --- attention: applying what the engine left pending -----------------------------------------
+
+def sync_configuration() -> bool:
+    """Whether the engine had something pending (configuration, or a step armed at a
+    native stop), now applied. The engine adds 1 to ``armed`` beyond the slots in use when
+    it wrote either, so that the first event that sees it, in any thread, applies it."""
+    in_use = _slots_in_use()
+    if armed[0] <= in_use:
+        return False
+    _shared.armed = in_use
+    _drain()
+    tracer.slots_armed()
+    return True
 
 
 # --- breakpoints ---------------------------------------------------------------------------
 
-def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
+def hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
     """Evaluate the breakpoints of a line; stop (or log) and say whether the line stopped."""
     stopping: list[int] = []
     for bp in breakpoints:
         try:
-            if "condition" in bp and not eval(bp["code"], frame.f_globals, frame.f_locals):
+            if "code" in bp and not eval(bp["code"], frame.f_globals, frame.f_locals):
                 continue
             _hits[bp["id"]] = hits = _hits.get(bp["id"], 0) + 1
             if "hitCondition" in bp and not values.hit_condition_met(bp["hitCondition"], hits):
@@ -419,13 +398,20 @@ def _hit(frame: FrameType, breakpoints: list[dict[str, Any]]) -> bool:
         else:
             stopping.append(bp["id"])
     if stopping:
-        _stop(frame, "breakpoint", breakpoints=stopping, description="Paused on breakpoint")
+        stop(frame, "breakpoint", breakpoints=stopping, description="Paused on breakpoint")
     return bool(stopping)
 
 
+def entry_stop(frame: FrameType) -> None:
+    """The main module's first line: the entry stop (stopOnEntry)."""
+    global entry_pending
+    entry_pending = False
+    stop(frame, "entry", description="Paused on entry")
+
+
 def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
-    """Replace every breakpoint; lines of files already running get traced from now on."""
-    global _breakpoints, _bp_lines, _bp_basenames
+    """Replace every breakpoint; the tracer applies them to code already running."""
+    global _breakpoints, _bp_basenames
     table: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for path, bps in files.items():
         for bp in bps:
@@ -438,112 +424,60 @@ def _set_breakpoints(files: dict[str, list[dict[str, Any]]]) -> None:
             table.setdefault(os.path.realpath(path), {}).setdefault(int(bp["line"]), []).append(bp)
     _breakpoints = table
     _bp_basenames = frozenset(os.path.basename(path) for path in table)
-    known = [(name, real or _resolve_if_named(name)) for name, real in list(_real.items())]
-    _bp_lines = {name: table[real] for name, real in known if real in table}
-    for name, _real_path in known:
-        _tracers[name] = _tracer_for(name, _user.get(name, False))
-    for top in list(sys._current_frames().values()):
-        frame: FrameType | None = top
-        while frame is not None:
-            if frame.f_code.co_filename in _bp_lines and frame.f_trace in (None, _trace_steps):
-                frame.f_trace = _trace_breakpoints
-            frame = frame.f_back
-
-
-def _resolve_if_named(name: str) -> str:
-    """The real path of a library file not resolved yet, if a breakpoint file has its name."""
-    if os.path.basename(name) not in _bp_basenames:
-        return ""
-    _real[name] = os.path.realpath(name)
-    return _real[name]
-
-
-# --- exceptions ----------------------------------------------------------------------------
-
-def _exception_info(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> dict[str, str]:
-    import traceback  # only at an exception stop: it costs several ms at every start
-
-    text = "".join(traceback.format_exception(kind, exc, tb))
-    return {"type": kind.__qualname__, "message": str(exc), "text": text[-(64 << 10):]}
-
-
-def _raised(frame: FrameType, arg: tuple[type[BaseException], BaseException, TracebackType]) -> None:
-    """A raised exception seen in a user frame (a library file traced for its breakpoints
-    does not count): stop once per exception object."""
-    kind, exc, tb = arg
-    state = _thread()
-    if issubclass(kind, _QUIET_EXCEPTIONS) or state.reported is exc or _quiet_exit(exc) or \
-            not _user.get(frame.f_code.co_filename):
-        return
-    state.reported = exc  # a strong reference: an id could be reused by the next exception
-    info = _exception_info(kind, exc, tb)
-    _stop(frame, "exception", description=f"{info['type']}: {info['message']}", exception=info)
-
-
-def _quiet_exit(exc: BaseException) -> bool:
-    """``sys.exit()``, ``sys.exit(0)``: a normal end, never a stop (debugpy's default)."""
-    return isinstance(exc, SystemExit) and exc.code in (None, 0)
-
-
-def _post_mortem(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-    """An uncaught exception (from an exception hook): stop with the traceback's frames."""
-    if not _break_uncaught or _channel is None:
-        return
-    info = _exception_info(kind, exc, tb)
-    frames: list[FrameType] = []
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename not in _AGENT_FILES:
-            frames.insert(0, tb.tb_frame)
-        tb = tb.tb_next
-    previous = sys.gettrace()
-    sys.settrace(None)  # evaluation at this stop must not stop again
-    try:
-        _stop(None, "exception", description=f"{info['type']}: {info['message']}", exception=info,
-              frames=frames)
-    finally:
-        sys.settrace(previous)
-
-
-def _excepthook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-    _post_mortem(kind, exc, tb)
-    _original_excepthook(kind, exc, tb)
-
-
-def _threading_excepthook(args: Any) -> None:
-    if args.exc_type is not SystemExit and args.exc_value is not None:
-        _post_mortem(args.exc_type, args.exc_value, args.exc_traceback)
-    _original_threading_excepthook(args)
-
-
-_original_excepthook = sys.excepthook
-_original_threading_excepthook = threading.excepthook
+    _files.clear()
 
 
 # --- stops ---------------------------------------------------------------------------------
 
-class _ThreadState:
-    """What the agent keeps per thread: its mailbox and step/exception bookkeeping."""
+class ThreadState:
+    """What the agent keeps per thread: its mailbox, whether it is at a stop, exception
+    bookkeeping, and the step's: the caller a return lands in, return values seen
+    (``(caller, name, value)``), a Step Into Target's function name (the calls of that
+    name to let by first) and, once called, frame; the frames the tracer gave line events
+    for the step."""
 
-    __slots__ = ("mailbox", "reported", "return_frame")
+    __slots__ = (
+        "mailbox",
+        "reported",
+        "return_frame",
+        "returns",
+        "step_frames",
+        "stopping",
+        "target",
+        "target_frame",
+        "target_skip",
+        "unhandled",
+    )
 
     def __init__(self) -> None:
         self.mailbox: layout.Mailbox | None = None
+        self.stopping = False
         self.reported: BaseException | None = None
+        self.unhandled: BaseException | None = None
         self.return_frame: FrameType | None = None
+        self.returns: list[tuple[FrameType, str, Any]] = []
+        self.target: str | None = None
+        self.target_skip = 0
+        self.target_frame: FrameType | None = None
+        self.step_frames: list[FrameType] = []
 
 
-_threads: dict[int, _ThreadState] = {}
+_threads: dict[int, ThreadState] = {}
 
 
-def _thread() -> _ThreadState:
-    tid = threading.get_native_id()
+def _threads_of(tid: int) -> ThreadState:
+    """The state of the thread whose native id is ``tid`` (made on first use)."""
     state = _threads.get(tid)
     if state is None:
-        state = _threads[tid] = _ThreadState()
+        state = _threads[tid] = ThreadState()
     return state
 
 
-def _mailbox(state: _ThreadState) -> layout.Mailbox:
+def _thread() -> ThreadState:
+    return _threads_of(threading.get_native_id())
+
+
+def _mailbox(state: ThreadState) -> layout.Mailbox:
     if state.mailbox is None:
         state.mailbox = layout.Mailbox(magic=layout.MAGIC, shared=ctypes.addressof(_shared), tid=threading.get_native_id())
     return state.mailbox
@@ -559,16 +493,37 @@ def _user_frames(frame: FrameType | None) -> list[FrameType]:
     return frames
 
 
-def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None = None,
-          description: str = "", exception: dict[str, str] | None = None,
-          frames: list[FrameType] | None = None) -> None:
-    """Stop the calling thread: trap until the engine resumes it, serving its requests."""
-    _forget_dead_threads()
-    state = _thread()
-    slot = _my_slot()
+def _end_step(state: ThreadState) -> None:
+    """A stop ends the thread's step: its slot, its events, what it remembered."""
+    slot = my_slot()
     if slot is not None:
         _clear_slot(slot)
-    state.return_frame = None
+    state.return_frame = state.target = state.target_frame = None
+    state.target_skip = 0
+    state.returns = []
+    tracer.step_ended()
+
+
+def stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None = None,
+         description: str = "", exception: dict[str, str] | None = None,
+         frames: list[FrameType] | None = None) -> None:
+    """Stop the calling thread: trap until the engine resumes it, serving its requests (a
+    stop never nests: code evaluated at a stop runs without stopping)."""
+    state = _thread()
+    if state.stopping:
+        return
+    state.stopping = True
+    try:
+        _stop(state, frame, reason, breakpoints, description, exception, frames)
+    finally:
+        state.stopping = False
+
+
+def _stop(state: ThreadState, frame: FrameType | None, reason: str, breakpoints: list[int] | None,
+          description: str, exception: dict[str, str] | None, frames: list[FrameType] | None) -> None:
+    _forget_dead_threads()
+    returns = [(name, value) for caller, name, value in state.returns if caller is frame]
+    _end_step(state)
     depth = depth_of(frame)
     message: dict[str, Any] = {"event": "stopped", "reason": reason, "breakpoints": breakpoints or [],
                                "depth": depth, "description": description}
@@ -578,7 +533,7 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
         message["frames"] = [values.frame_record(f) for f in frames]
     mailbox = _mailbox(state)
     # A request is cancelled by the engine writing into ``in`` while it runs (DAP cancel, Pause).
-    session = stopsession.StopSession(frames if frames is not None else _user_frames(frame),
+    session = stopsession.StopSession(frames if frames is not None else _user_frames(frame), returns=returns,
                                       cancelled=lambda: mailbox.in_len != 0,
                                       signalled=_step_signal is not None
                                       and threading.current_thread() is threading.main_thread())
@@ -587,21 +542,51 @@ def _stop(frame: FrameType | None, reason: str, *, breakpoints: list[int] | None
         name = command.get("command", "continue")
         if name in ("continue", "next", "stepIn", "stepOut"):
             break
-        message = session.handle(command)
+        message = _answer(session, command, frame, reason)
     _drain()
-    if name == "next" and frame is not None:
+    sync_configuration()
+    if frame is None:
+        return
+    if name == "continue":
+        if my_slot() is not None:  # the engine armed a step here (from an outer frame)
+            tracer.step_armed(frame)
+        return
+    if name == "stepIn" and command.get("target"):
+        state.target, state.target_skip = str(command["target"]), int(command.get("skip", 0))
         _arm(STEP_TO_DEPTH, depth)
-    elif name == "stepIn" and frame is not None:
-        _arm(STEP_IN, 0)
-    elif name == "stepOut" and frame is not None:
-        _arm(STEP_OUT, depth)
+    else:
+        _arm({"next": STEP_TO_DEPTH, "stepIn": STEP_IN, "stepOut": STEP_OUT}[name], 0 if name == "stepIn" else depth)
+    tracer.step_armed(frame)
+
+
+def _answer(session: Any, command: dict[str, Any], frame: FrameType | None, reason: str) -> dict[str, Any]:
+    """A request at a stop: the tracer's own (Step Into targets, jumps), or values'."""
+    name = command.get("command")
+    if name not in ("stepInTargets", "gotoTargets", "goto"):
+        reply: dict[str, Any] = session.handle(command)
+        return reply
+    reply = {"event": "reply", "id": command.get("id")}
+    try:
+        if frame is None:
+            raise ValueError("this stop has no running Python frame (the exception ended it)")
+        if name == "stepInTargets":
+            reply["body"] = {"targets": jumps.call_targets(frame)}
+        elif name == "gotoTargets":
+            reply["body"] = {"targets": jumps.goto_targets(frame, int(command["line"]))}
+        else:
+            reply["body"] = {"line": jumps.jump(frame, int(command["line"]), reason)}
+    except Exception as err:  # a line Python cannot jump to, a bad request: one line
+        reply["error"] = values.one_line(err)
+    return reply
 
 
 # --- the config channel --------------------------------------------------------------------
 
 _channel: Any = None  # channel.Channel, once connected
+_running = False  # configured and let go (the signal handler applies configuration from then on)
 _socket_path = ""
 _step_signal: int | None = None  # STEP_SIGNAL once its handler is ours
+tracer: Any = None  # the tracer module (settrace or monitoring), once started
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -612,26 +597,21 @@ def _send(message: dict[str, Any]) -> None:
 
 def _handle(message: dict[str, Any]) -> None:
     """Apply one configuration message; a malformed one is reported, not raised."""
-    global _break_raised, _break_uncaught, _just_my_code, _entry_pending
+    global just_my_code, entry_pending, show_return_value
     try:
         if "breakpoints" in message:
             _set_breakpoints(message["breakpoints"])
         if "exceptions" in message:
-            _break_raised = bool(message["exceptions"].get("raised"))
-            _break_uncaught = bool(message["exceptions"].get("uncaught"))
-        if "justMyCode" in message and bool(message["justMyCode"]) != _just_my_code:
-            _just_my_code = bool(message["justMyCode"])
-            _forget_files()
+            exception_stops.set_rules(message["exceptions"])
+        if "justMyCode" in message and bool(message["justMyCode"]) != just_my_code:
+            just_my_code = bool(message["justMyCode"])
+            _files.clear()
         if "stopOnEntry" in message:
-            _entry_pending = bool(message["stopOnEntry"])
+            entry_pending = bool(message["stopOnEntry"])
+        if "showReturnValue" in message:
+            show_return_value = bool(message["showReturnValue"])
     except (ValueError, TypeError, KeyError, AttributeError) as err:
         _send({"problem": f"bad configuration message: {values.one_line(err)}"})
-
-
-def _forget_files() -> None:
-    """Classify every file again (justMyCode changed)."""
-    for table in (_tracers, _user, _bp_lines, _real):
-        table.clear()
 
 
 def _connect(path: str) -> Any:
@@ -639,31 +619,23 @@ def _connect(path: str) -> Any:
     global _channel
     _channel = channel.Channel(path)
     _send({"hello": os.getpid(), "shared": ctypes.addressof(_shared), "python": ".".join(map(str, sys.version_info[:3])),
-           "step_signal": _step_signal})
+           "step_signal": _step_signal, "tracing": tracer.NAME if tracer is not None else None})
     return _channel
 
 
 def _drain() -> None:
-    """Apply what the engine sent while this process was stopped, before running on."""
-    if _channel is not None:
-        _channel.pump(_handle, wait=0)
+    """Apply what the engine sent while this process was stopped (or while it ran: the
+    engine then stopped it and marked it pending), before running on."""
+    if _channel is None:
+        return
+    handled: list[dict[str, Any]] = []
 
-
-def _read_messages(connection: Any, announced: threading.Event) -> None:
-    """The reader thread: say which thread it is (the debugger's machinery, not shown as the
-    user's), then apply configuration until the engine closes the socket."""
-    sys.settrace(None)
-    _send({"reader": threading.get_native_id()})
-    announced.set()
-    while connection.pump(_handle, wait=None):
-        pass
-
-
-def _start_reader(connection: Any) -> None:
-    """Start the reader thread, once it told the engine its id (before any stop can list it)."""
-    announced = threading.Event()
-    threading.Thread(target=_read_messages, args=(connection, announced), name="mixdbg-agent", daemon=True).start()
-    announced.wait(1.0)
+    def handle(message: dict[str, Any]) -> None:
+        _handle(message)
+        handled.append(message)
+    _channel.pump(handle, wait=0)
+    if handled:
+        tracer.configuration_changed()
 
 
 def start(socket_path: str) -> None:
@@ -671,8 +643,9 @@ def start(socket_path: str) -> None:
 
     Raises AgentError when the engine cannot be reached or closes the socket before ``go``:
     the program must never run undebugged."""
-    global _socket_path
+    global _socket_path, tracer, _running
     _take_step_signal()
+    tracer = _choose_tracer()
     try:
         connection = _connect(socket_path)
     except OSError as err:
@@ -680,12 +653,29 @@ def start(socket_path: str) -> None:
     _socket_path = socket_path
     if not _configured(connection, None):
         raise AgentError("the debugger went away before the program started")
-    _start_reader(connection)
-    sys.excepthook = _excepthook
-    threading.excepthook = _threading_excepthook
+    exception_stops.install(sys.modules[__name__])
     os.register_at_fork(after_in_child=_after_fork_in_child)
-    threading.settrace(_trace_call)
-    sys.settrace(_trace_call)
+    atexit.register(tracer.stop)  # registered first: runs last, after the program's own
+    tracer.start()
+    _running = True
+    _drain()  # what came meanwhile: the engine's signal went unanswered before _running
+
+
+def _choose_tracer() -> Any:
+    """``sys.monitoring`` where there is one and a tool id is free; else ``sys.settrace``
+    (then the reason is told once the engine listens)."""
+    if sys.version_info >= (3, 12):
+        monitoring = _load_sibling("monitoring")
+        problem = monitoring.install(sys.modules[__name__])
+        if problem is None:
+            return monitoring
+        _pending_problems.append(problem)
+    settrace = _load_sibling("settrace")
+    settrace.install(sys.modules[__name__])
+    return settrace
+
+
+_pending_problems: list[str] = []
 
 
 def _configured(connection: Any, timeout: float | None) -> bool:
@@ -704,16 +694,22 @@ def _configured(connection: Any, timeout: float | None) -> bool:
             return False
         if deadline is not None and time.monotonic() >= deadline:
             return bool(started)
+    for problem in _pending_problems:
+        _send({"problem": problem})
+    _pending_problems.clear()
+    tracer.configuration_changed()
     return True
 
 
 def _after_fork_in_child() -> None:
     """A fork child: no slot or mailbox of the parent is ours; reconnect as a new process."""
-    global _channel
+    global _channel, _running
+    _running = False
     for slot in _shared.slots:
         slot.tid = slot.mode = slot.depth = 0
     _shared.armed = 0
     _threads.clear()
+    tracer.step_ended()
     if _channel is not None:
         _channel.abandon()
         _channel = None
@@ -724,4 +720,5 @@ def _after_fork_in_child() -> None:
     # The configuration the child inherited may be stale (changed while the fork was under
     # way): the engine's welcome is applied before the child runs another line.
     _configured(connection, FORK_WELCOME_TIMEOUT)
-    _start_reader(connection)
+    _running = True
+    _drain()

@@ -1,10 +1,11 @@
 """The agent's config channel: newline-delimited JSON on the engine's Unix socket.
 
 Standard library only; loaded by path beside ``agent.py`` as ``_mixdbg_agent_channel``.
-Messages are handled in the order they arrive, by whichever thread pumps: the agent's reader
-thread while the program runs, and a thread leaving a stop, which first handles what the
-engine sent while the process was stopped (so a breakpoint set at a stop is there before
-the next line runs).
+Messages are handled in the order they arrive, by whichever thread pumps: a thread leaving
+a stop, which first handles what the engine sent while the process was stopped (so a
+breakpoint set at a stop is there before the next line runs), or the first event after the
+engine marked configuration pending. The agent has no thread of its own: a program that
+forks sees the threads it started, no more (3.12 warns at a fork of a threaded process).
 """
 
 from __future__ import annotations
@@ -52,11 +53,15 @@ class Channel:
                 select.select([self.sock], [], [], wait)
             except (OSError, ValueError):  # closed under us (a fork child replaced it)
                 self.closed = True
-        with self._read_lock:
+        if not self._read_lock.acquire(blocking=False):
+            return not self.closed  # another pump (maybe the one this signal handler interrupted) reads
+        try:
             self._receive()
             *lines, self._buffer = self._buffer.split(b"\n")
             for line in lines:
                 self._handle_line(line, handle)
+        finally:
+            self._read_lock.release()
         return not self.closed
 
     def _receive(self) -> None:

@@ -11,7 +11,7 @@ import json
 from typing import Any, Callable
 
 MAGIC = 0x4741474244584D4D  # b"MMXDBGAG" read as a little-endian u64; Shared and Mailbox
-VERSION = 1
+VERSION = 2
 STEP_IN, STEP_TO_DEPTH, STEP_OUT = 1, 2, 3  # Slot.mode (0: a free slot)
 OUT_SIZE, IN_SIZE = 1 << 20, 64 << 10
 
@@ -23,10 +23,17 @@ class Slot(ctypes.Structure):
 
 
 class Shared(ctypes.Structure):
-    """The process's one shared block; the engine finds it through the hello message."""
+    """The process's one shared block; the engine finds it through the hello message.
+    The last fields (3.10/3.11, else 0) are how the engine gets the agent's attention (see
+    docs/dap-design.md, "Attention"): the addresses of the agent's frame tracer
+    (``attend``), of its global trace function and of the one it takes while something is
+    armed (``trace_call``, ``attend_call``), and where a frame object keeps ``f_trace`` and
+    a thread state its trace function's object."""
 
     _fields_ = [("magic", ctypes.c_uint64), ("version", ctypes.c_uint32), ("armed", ctypes.c_uint32),
-                ("slots", Slot * 16)]
+                ("slots", Slot * 16), ("attend", ctypes.c_uint64), ("trace_call", ctypes.c_uint64),
+                ("attend_call", ctypes.c_uint64), ("frame_trace", ctypes.c_uint32),
+                ("trace_object", ctypes.c_uint32)]
 
 
 class Mailbox(ctypes.Structure):

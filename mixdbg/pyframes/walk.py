@@ -59,6 +59,8 @@ class PyThread:
     native_id: int | None
     runs: tuple[Run, ...]
     problem: str | None
+    #: The thread state's address.
+    state: int = 0
 
     @property
     def frames(self) -> tuple[PyFrame, ...]:
@@ -141,7 +143,7 @@ class Walker:
         except Truncated as err:
             problem = str(err)
         return PyThread(thread_id=word(head, lay.ts_thread_id), native_id=native, runs=tuple(runs),
-                        problem=problem)
+                        problem=problem, state=tstate)
 
     # --- frame chains -----------------------------------------------------------------
 

@@ -215,6 +215,39 @@ def test_step_into_from_native_reaches_the_python_callback(dap: DapClient, nativ
     assert dap.wait_exited() == 0
 
 
+CALLED_TWICE = """\
+import mixdbg_testext as ext
+
+
+def on_call():
+    answer = 7  # @answer
+    return answer
+
+
+print(ext.callback(on_call), ext.callback(on_call))
+"""
+
+
+def test_step_into_from_native_reaches_a_python_callback_already_run(dap: DapClient, natives: NativeSet) -> None:
+    # Given a native stop in native_callback, the second time: its Python callback has run
+    # once before (3.12+: its start is no longer reported to the agent)
+    capi = natives.capi
+    script = natives.directory / "called_twice_main.py"
+    script.write_text(CALLED_TWICE)
+    dap.launch({"program": str(script), "cwd": str(natives.directory), "console": "internalConsole",
+                "env": natives.env({}), "python": natives.python}, breakpoints={capi.source: [capi.line("callback")]})
+    thread = dap.wait_stopped()["threadId"]
+    dap.request("continue", threadId=thread)
+    dap.wait_stopped()
+    dap.request("setBreakpoints", source={"path": str(capi.source)}, breakpoints=[])
+    # When stepping into the C line that calls it: its first line
+    frame = step(dap, thread, "stepIn")
+    assert (frame["name"], frame["line"]) == ("on_call", 5)
+    dap.request("continue", threadId=thread)
+    assert dap.wait_exited() == 0
+    assert dap.output("stdout") == "7 7\n"
+
+
 @pytest.mark.slow
 def test_boundary_steps_on_forky_python_314_and_gdb_18(forky: Forky, forky_natives: NativeSet,
                                                        dap_factory: DapFactory) -> None:

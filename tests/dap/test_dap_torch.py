@@ -68,7 +68,16 @@ def test_operator_breakpoint_stops_with_tensor_arguments(dap: DapClient, natives
     assert parts["values"].startswith("[[1., 1.")
     other = {v["name"]: v["value"] for v in dap.variables(arguments["other"]["variablesReference"])}
     assert other["values"].startswith("[[2., 2.")
+    # When stepping out of the next operator's kernel (randn, called from a Python line): a
+    # step (it was reported as a pause), on the call's line, the call complete
+    dap.request("setFunctionBreakpoints", breakpoints=[{"name": "op:aten::randn"}])
+    dap.request("continue", threadId=stop["threadId"])
+    dap.wait_stopped(timeout=120)
     dap.request("setFunctionBreakpoints", breakpoints=[])
+    dap.request("stepOut", threadId=stop["threadId"])
+    assert dap.wait_stopped(timeout=120)["reason"] == "step"
+    top = dap.stack(stop["threadId"])[0]
+    assert (top["name"], top["line"]) == ("main", natives.line("ops_main.py", "randn"))
     dap.request("continue", threadId=stop["threadId"])
     assert dap.wait_exited(timeout=60) == 0
     assert "ops sum 18.0" in dap.output("stdout")

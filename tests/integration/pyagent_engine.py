@@ -12,6 +12,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -28,6 +29,8 @@ AGENT_DIR = REPO / "mixdbg" / "pyagent"
 HARNESS = Path(__file__).with_name("pyagent_harness.py")
 FORKY_SCRIPT = REPO.parent / "shared" / "envs" / "forky"
 WAIT = 10.0
+#: The agent's attention signal (its STEP_SIGNAL).
+AGENT_SIGNAL = int(signal.SIGRTMAX) - 5
 
 
 def line_of(source: str, marker: str) -> int:
@@ -69,10 +72,10 @@ class FakeEngine:
         self.script = script
         self.config = [self._resolve(message) for message in config]
         self.hellos: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.readers: queue.Queue[int] = queue.Queue()
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.traps: queue.Queue[Trap] = queue.Queue()
         self.config_conns: list[socket.socket] = []
+        self.pids: list[int] = []  # of the agents that said hello
         self.command: list[str] = []  # the debuggee's command line (inside the chroot for forky)
         self.listeners = [self._listen("cfg.sock", self._serve_config), self._listen("trap.sock", self._serve_trap)]
 
@@ -98,13 +101,10 @@ class FakeEngine:
         for message in self.config:
             self.send(conn, message)
         self.send(conn, {"go": True})
+        self.pids.append(int(hello["hello"]))
         self.hellos.put(hello)
         for line in reader:
-            message = json.loads(line)
-            if "reader" in message:  # the reader thread's id: the real engine hides it
-                self.readers.put(message["reader"])
-            else:
-                self.messages.put(message)
+            self.messages.put(json.loads(line))
 
     def _serve_trap(self, conn: socket.socket) -> None:
         for line in conn.makefile("rb"):
@@ -124,9 +124,17 @@ class FakeEngine:
         conn.sendall(json.dumps(message).encode() + b"\n")
 
     def configure(self, message: dict[str, Any]) -> None:
-        """A configuration message to every connected agent, while the program runs."""
+        """A configuration message to every connected agent, while the program is stopped
+        (a thread leaving a stop applies it)."""
         for conn in self.config_conns:
             self.send(conn, self._resolve(message))
+
+    def configure_running(self, message: dict[str, Any]) -> None:
+        """A configuration message while the program runs: sent, then the agent's attention
+        signal to each process (the agent has no thread of its own reading the socket)."""
+        self.configure(message)
+        for pid in self.pids:
+            os.kill(pid, AGENT_SIGNAL)
 
     def trap(self) -> Trap:
         """The next trap (a stop or a reply)."""

@@ -58,7 +58,7 @@ def make_trap(trap_socket, agent_files):
     def trap(address):
         assert _u64(address) == MAGIC, "trap called without a mailbox"
         shared, tid = _u64(address + 8), _u64(address + 16)
-        assert _u64(shared) == MAGIC and _u32(shared + 8).value == 1
+        assert _u64(shared) == MAGIC and _u32(shared + 8).value == 2
         out = ctypes.string_at(address + 32, _u32(address + 24).value)
         message = {"out": json.loads(out), "frames": _frames(agent_files), "tid": tid, "pid": os.getpid(),
                    "armed": _u32(shared + 12).value, "thread": threading.current_thread().name}

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from pyagent_engine import FORKY_SCRIPT, FakeEngine, Trap, debuggee, line_of
 
+from mixdbg.engine import agents, attention
+
 PYENV = Path(os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))) / "versions"
 OTHER_PYTHONS = [pytest.param(str(PYENV / f"{version}/bin/python"), id=version.rsplit(".", 1)[0],
                               marks=pytest.mark.slow)
@@ -353,10 +355,9 @@ def test_fork_child_says_hello_and_stops(python: str) -> None:
         trap = engine.stop("breakpoint")
         assert trap.pid == parent["hello"] and trap.line == line_of(FORK, "parent")
         engine.resume(trap, {"command": "continue"})
-        assert wait().stdout == "parent done\n"
-        # each process's reader thread said which it is (not its main thread: the engine hides it)
-        readers = {engine.readers.get(timeout=10), engine.readers.get(timeout=10)}
-        assert len(readers) == 2 and not readers & {parent["hello"], child["hello"]}
+        result = wait()
+    # the program saw one thread (3.12+ warns at a fork of a threaded process, on stderr)
+    assert (result.stdout, result.stderr) == ("parent done\n", "")
 
 
 def test_engine_arms_slots_and_empty_in_continues(python: str) -> None:
@@ -381,7 +382,7 @@ def test_breakpoints_set_while_running(python: str) -> None:
     source = "import time\nfor n in range(400):\n    time.sleep(0.01)  # @sleep\nprint('end')\n"
     with debuggee(source, python, []) as (engine, wait):
         engine.hellos.get(timeout=10)
-        engine.configure({"breakpoints": {"SCRIPT": [{"id": 7, "line": line_of(source, "sleep")}]}})
+        engine.configure_running({"breakpoints": {"SCRIPT": [{"id": 7, "line": line_of(source, "sleep")}]}})
         trap = engine.stop("breakpoint")
         assert trap.out["breakpoints"] == [7]
         engine.configure({"breakpoints": {}})
@@ -579,8 +580,8 @@ def test_breakpoint_in_the_standard_library_and_quiet_exits() -> None:
     assert result.returncode == 0 and engine.traps.empty()
 
 
-#: gdb stops in zlib.adler32 (C, holding the GIL), lets the test send a breakpoint, marks
-#: the configuration pending (armed + 1) and continues.
+#: gdb stops in zlib.adler32 (C, holding the GIL), lets the test send a breakpoint and get
+#: the agent's attention as the engine does (``engine.attention``), and continues.
 GDB_NATIVE_STOP = """
 import json
 import os
@@ -596,10 +597,6 @@ open("native-stop", "w").close()
 deadline = time.monotonic() + 30
 while not os.path.exists("config-sent") and time.monotonic() < deadline:
     time.sleep(0.05)
-shared = int(open("config-sent").read())
-inferior = gdb.selected_inferior()  # without the mark, the breakpoint is missed (3 runs of 3)
-armed = int.from_bytes(bytes(inferior.read_memory(shared + 12, 4)), "little")
-inferior.write_memory(shared + 12, (armed + 1).to_bytes(4, "little"))
 gdb.execute("delete")
 gdb.execute("break Py_GetCompiler")
 gdb.execute("continue")
@@ -628,9 +625,13 @@ def test_configuration_from_a_native_stop_applies_before_the_next_line(tmp_path:
             deadline = time.monotonic() + 60
             while not (engine.directory / "native-stop").exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
-            # When the engine sends it at the native stop and marks it pending
+            # When the engine sends it at the native stop and gets the agent's attention (without
+            # it, the breakpoint is missed: 3 runs of 3)
             engine.configure({"breakpoints": {"SCRIPT": [{"id": 5, "line": line_of(source, "after")}]}})
-            (engine.directory / "config-sent").write_text(str(hello["shared"]))
+            pid, shared = int(hello["hello"]), int(hello["shared"])
+            assert agents.nudge(_write_to(pid), pid, shared)
+            assert attention.wake_threads(pid, shared, _write_to(pid)) == 2  # trace object and frame
+            (engine.directory / "config-sent").write_text("sent")
             out, err = gdb_run.communicate(timeout=60)
         finally:
             if gdb_run.poll() is None:
@@ -639,6 +640,16 @@ def test_configuration_from_a_native_stop_applies_before_the_next_line(tmp_path:
     # Then the breakpoint stops on that line
     stops = [json.loads(line[5:]) for line in out.splitlines() if line.startswith("STOP ")]
     assert [stop["breakpoints"] for stop in stops] == [[5]], out + err
+
+
+def _write_to(pid: int) -> agents.WriteMemory:
+    """The engine's memory writes, through /proc (gdb holds the process stopped)."""
+    def write(target: int, address: int, data: bytes) -> None:
+        assert target == pid
+        with open(f"/proc/{pid}/mem", "r+b", buffering=0) as memory:
+            memory.seek(address)
+            memory.write(data)
+    return write
 
 
 def test_native_trap_without_a_debugger_runs_on() -> None:

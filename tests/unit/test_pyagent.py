@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mixdbg.pyagent import agent, layout, values
+from mixdbg.pyagent import agent, exception_stops, jumps, layout, values
 
 
 def test_layout_is_the_contracts() -> None:
@@ -21,7 +21,9 @@ def test_layout_is_the_contracts() -> None:
     assert [(name, getattr(layout.Shared, name).offset) for name in ("magic", "version", "armed", "slots")] == [
         ("magic", 0), ("version", 8), ("armed", 12), ("slots", 16)]
     assert ctypes.sizeof(layout.Slot) == 16 and layout.Slot.mode.offset == 8 and layout.Slot.depth.offset == 12
-    assert ctypes.sizeof(layout.Shared) == 16 + 16 * 16
+    assert ctypes.sizeof(layout.Shared) == 16 + 16 * 16 + 32
+    assert [getattr(layout.Shared, name).offset for name in ("attend", "trace_call", "attend_call", "frame_trace",
+                                                            "trace_object")] == [272, 280, 288, 296, 300]
     offsets = [getattr(layout.Mailbox, name).offset for name in ("magic", "shared", "tid", "out_len", "in_len",
                                                                 "out", "in_")]
     assert offsets == [0, 8, 16, 24, 28, 32, 32 + (1 << 20)]
@@ -97,3 +99,47 @@ def test_the_step_signal_is_taken_only_when_nothing_handles_it(monkeypatch: pyte
         signal.raise_signal(number)
     finally:
         signal.signal(number, before)
+
+
+def test_exception_rules_match_a_class_or_its_bases() -> None:
+    rules = exception_stops.ExceptionRules(raised=frozenset({"LookupError"}), user=frozenset({"BaseException"}))
+    assert exception_stops.ExceptionRules.matches(KeyError, rules.raised)  # a base named
+    assert not exception_stops.ExceptionRules.matches(ValueError, rules.raised)
+    assert exception_stops.ExceptionRules.matches(ValueError, rules.user)
+    assert exception_stops.ExceptionRules.matches(KeyError, frozenset({"builtins.KeyError"}))
+    assert not exception_stops.ExceptionRules.matches(KeyError, rules.uncaught)  # nothing named: never
+
+
+def test_step_in_targets_are_the_lines_calls_in_the_order_python_makes_them() -> None:
+    def inner(n: int) -> int:
+        return n
+
+    def last(*values: Any) -> Any:
+        return values[-1]
+
+    targets = last(inner(1), inner(2), jumps.call_targets(sys._getframe()))
+    assert [(t["label"], t["name"], t["skip"]) for t in targets] == [
+        ("inner(1)", "inner", 0), ("inner(2)", "inner", 1), ("sys._getframe()", "_getframe", 0),
+        ("jumps.call_targets(sys._getframe())", "call_targets", 0),
+        ("last(inner(1), inner(2), jumps.call_targets(sys._getframe()))", "last", 0)]
+    assert [t["id"] for t in targets] == [1, 2, 3, 4, 5]
+
+
+def test_goto_targets_stay_in_the_stopped_function() -> None:
+    frame = sys._getframe()
+    here = frame.f_lineno
+    assert jumps.goto_targets(frame, here) == [{"id": here, "label": f"line {here}", "line": here}]
+    with pytest.raises(ValueError, match="jumps only within the running function"):
+        jumps.goto_targets(frame, 1)
+    with pytest.raises(ValueError, match="only from a stop at a line"):
+        jumps.jump(frame, here, "exception")
+
+
+def test_the_scopes_holding_breakpoint_lines_are_named(tmp_path: Path) -> None:
+    from mixdbg.pyagent import settrace
+
+    source = tmp_path / "scopes.py"
+    source.write_text("class A:\n    def f(self):\n        return [x for x in ()]\n\n\ndef g():\n    return 1\n")
+    names = settrace._scope_names({str(source): {3: []}})
+    assert names == frozenset({"<module>", "A", "f", "<listcomp>"})
+    assert isinstance(settrace._scope_names({str(tmp_path / "gone.py"): {1: []}}), settrace._EveryName)
