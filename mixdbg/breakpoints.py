@@ -6,9 +6,13 @@ names are matched exactly (``--qualified``: ``randn`` does not match ``at::nativ
 and every overload is included. Breakpoints are always created pending-capable (``-f``)
 so that they resolve when the library that defines them loads.
 
-A C++ function called through the PLT has a ``name@plt`` stub that gdb also matches; a stop
-there would be a second stop for one call. ``plt_locations`` finds those stubs so that the
-session can disable them each time gdb re-binds the breakpoint.
+A function called through the PLT has a ``name@plt`` stub that gdb also matches while the
+library defining the function is not read; a stop there would be a second stop for one
+call, so the session lets such a stop go on (``Breakpoint.is_plt_hit``). The stub is never
+disabled in gdb: when gdb re-binds a breakpoint it carries a disabled location's state over
+to a new location of the same function name, and the function's own location, found once
+its library is read, would be disabled with it (measured: librados's ``rados_create2``, a
+stub in the Cython ``rados`` module read first, bound and never stopped).
 """
 
 from __future__ import annotations
@@ -141,10 +145,6 @@ class Breakpoint:
     def invalid_condition(self) -> bool:
         """True when gdb disabled some location because the condition is invalid there."""
         return any(loc.condition_invalid for loc in self.locations)
-
-    def plt_to_disable(self) -> list[str]:
-        """Location numbers of PLT stubs that gdb currently has enabled."""
-        return [loc.number for loc in self.locations if loc.is_plt and loc.enabled]
 
     def is_plt_hit(self, locno: str | None, function: str | None) -> bool:
         """Whether a stop at ``locno`` (or in ``function``) is a PLT stub of this breakpoint."""

@@ -123,6 +123,9 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
                              "at its exec, untouched), 'all', or 'none' (the debuggee only)")
     parser.add_argument("--threads", action="store_true",
                         help="with each stop, every thread's stack too (JSON: 'threads' in 'stopped')")
+    parser.add_argument("--debuginfod", action="store_true",
+                        help="let gdb download missing debug info from the debuginfod servers in "
+                             "$DEBUGINFOD_URLS (off by default: local debug files only, e.g. /usr/lib/debug)")
 
 
 def _target(args: argparse.Namespace) -> attach.Target:
@@ -266,7 +269,7 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
     if fallback is not None:
         output.warning(fallback)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames,
-                      all_threads=args.threads, python=python, follow=args.follow)
+                      all_threads=args.threads, python=python, follow=args.follow, debuginfod=args.debuginfod)
     session.pid = pid  # known before the attach: operator specs find the torch it loaded
     with _on_signals(_session_signals(session, interactive)):
         try:

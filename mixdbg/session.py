@@ -78,20 +78,22 @@ class Session:
     debuggee resumed at once; otherwise it stays stopped until an action resumes it.
     ``all_threads`` adds every thread's stack to each stop. Without ``eager_stacks`` a
     stop is reported without its stack and arguments (``mixdbg dap``: the editor asks for
-    them, through ``inspect``, when it shows them).
+    them, through ``inspect``, when it shows them). ``debuginfod``: the user's opt-in to
+    gdb fetching debug info from the servers in ``DEBUGINFOD_URLS`` (off otherwise).
     """
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
                  gdb: str | None = None, max_frames: int = 128, all_threads: bool = False,
                  python: str | None = None, follow: str = FOLLOW_PYTHON,
                  hub: agents.AgentHub | None = None,
-                 items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True) -> None:
+                 items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True,
+                 debuginfod: bool = False) -> None:
         self.emit = emit
         self.auto_continue = auto_continue
         self.all_threads = all_threads
         self.eager_stacks = eager_stacks
         self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
-        self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb)
+        self.gdb = GdbMi(on_record=self.queue.put, gdb=gdb, debuginfod=debuginfod)
         self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
         self.tree = ProcessTree(self.gdb, emit, follow,
                                 workers.worker_id_reader(self.view.python_frames, self.view.frame_locals))
@@ -141,6 +143,7 @@ class Session:
         if while_gdb_boots is not None:
             while_gdb_boots()
         self.gdb.set_modes()
+        self.solibs.start()
         self.gdb.console(f"source {HELPER_SCRIPT}")
         self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
         self.call_safety = calls.guard(self.gdb)

@@ -27,14 +27,15 @@ every library (``configure``).
 from __future__ import annotations
 
 import logging
-import mmap
 import os
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+from mixdbg import debugfiles
 from mixdbg.breakpoints import BreakSpec
-from mixdbg.elfsections import SHT_NOBITS, ElfFormatError, read_sections
+from mixdbg.elfsections import ElfFormatError, section_contains
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
 from mixdbg.gdbtext import library_regex
 from mixdbg.rundir import keep_cached, read_cached
@@ -43,13 +44,16 @@ log = logging.getLogger(__name__)
 
 #: The first gdb that reads only the symbols breakpoints need (see ``SymbolReader.configure``).
 SELECTIVE_GDB = 14
-#: ELF sections whose bytes hold symbol names.
+#: ELF sections whose bytes hold symbol names, and those that hold DWARF's names (searched
+#: second: they may be compressed, and a function's name is most often in the first).
 _NAME_SECTIONS = (".dynstr", ".strtab")
-#: Sections whose presence means FILE:LINE breakpoints may resolve in the library.
-_LINE_SECTIONS = (".debug_line", ".gnu_debuglink", ".gnu_debugaltlink")
+_DWARF_NAME_SECTIONS = (".debug_str", ".zdebug_str")
+#: Sections whose presence (in the library or its debug file) means FILE:LINE breakpoints
+#: may resolve in the library.
+_LINE_SECTIONS = (".debug_line", ".zdebug_line")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 #: The cache of which names libraries hold (see ``LibraryFacts``), and its bound.
-NAMES_CACHE = "library-names-v1.json"
+NAMES_CACHE = "library-names-v2.json"
 CACHE_ENTRIES = 20000
 
 
@@ -65,27 +69,33 @@ def name_key(spec: BreakSpec) -> bytes | None:
 
 
 class LibraryFacts:
-    """What a library's ELF file says, read once per file (by device, inode, mtime and
-    size) and name asked about: the answers, not the file's bytes. Whether a name occurs
-    is kept across sessions in mixdbg's cache as ``cache``: in ``libtorch_cpu.so``'s 76 MB of
-    names, each name that is not there costs a 16-35 ms scan at every run."""
+    """What a library's ELF files say (the library and the debug files gdb reads with it:
+    see ``debugfiles``), read once per file (by device, inode, mtime and size) and name
+    asked about: the answers, not the files' bytes. Whether a name occurs is kept across
+    sessions in mixdbg's cache as ``cache``: in ``libtorch_cpu.so``'s 76 MB of names, each
+    name that is not there costs a 16-35 ms scan at every run. ``search`` says where
+    separate debug files are (gdb's debug directories; see ``SymbolReader.configure``)."""
 
-    def __init__(self, cache: str | None = None) -> None:
+    def __init__(self, cache: str | None = None, search: debugfiles.Search | None = None) -> None:
         self._cache = cache  # its name in mixdbg's cache, if kept there
+        self.search = search or debugfiles.Search()
         self._defines: dict[str, bool] | None = None  # "identity key" -> answer, loaded lazily
         self._dirty = False
         self._lines: dict[str, bool] = {}
+        self._files: dict[str, tuple[str, list[tuple[Path, debugfiles.ElfFacts]]] | None] = {}
 
     def defines(self, path: str, key: bytes) -> bool:
-        """Whether ``key`` occurs in the library's symbol name tables (unreadable: True,
-        so that gdb decides)."""
-        identity = _identity(path)
-        if identity is None:
+        """Whether ``key`` occurs in the names of the library's symbols or DWARF (those of
+        its separate debug file included: a stripped library's static functions and real
+        names are only there). Unreadable: True, so that gdb decides."""
+        found = self._symbol_files(path)
+        if found is None:
             return True
+        identity, files = found
         known = self._known()
         entry = f"{identity} {key.decode('ascii', 'replace')}"
         if entry not in known:
-            known[entry] = _names_hold(path, key)
+            known[entry] = _names_hold(files, key)
             self._dirty = True
         return known[entry]
 
@@ -105,13 +115,40 @@ class LibraryFacts:
         keep_cached(self._cache, self._defines)
 
     def has_lines(self, path: str) -> bool:
-        """Whether the library has line tables (or points at separate debug info)."""
-        identity = _identity(path)
-        if identity is None:
+        """Whether the library has line tables, its own or a separate debug file's (or
+        debuginfod may bring them: it is on, and the library has a build id)."""
+        found = self._symbol_files(path)
+        if found is None:
             return True
+        identity, files = found
         if identity not in self._lines:
-            self._lines[identity] = _has_sections(path, _LINE_SECTIONS)
+            self._lines[identity] = any(
+                (section := facts.sections.get(name)) is not None and section.has_bytes
+                for _, facts in files for name in _LINE_SECTIONS) or self._may_download(files)
         return self._lines[identity]
+
+    def _may_download(self, files: list[tuple[Path, debugfiles.ElfFacts]]) -> bool:
+        """Whether debuginfod could bring the library's debug info (none found here)."""
+        return self.search.debuginfod_cache is not None and len(files) == 1 and files[0][1].build_id is not None
+
+    def _symbol_files(self, path: str) -> tuple[str, list[tuple[Path, debugfiles.ElfFacts]]] | None:
+        """The library's identity (with its debug files') and the files gdb reads for it;
+        None when the library cannot be read."""
+        library = _identity(path)
+        if library is None:
+            return None
+        if library not in self._files:
+            try:
+                files = debugfiles.symbol_files(Path(path), self.search)
+            except (OSError, ElfFormatError) as err:
+                log.info("symbol files of %s: %s", path, err)
+                self._files[library] = None
+            else:
+                identities = [_identity(str(file)) or str(file) for file, _ in files[1:]]
+                if self._may_download(files):
+                    identities.append("debuginfod")
+                self._files[library] = (" ".join([library, *identities]), files)
+        return self._files[library]
 
 
 def _identity(path: str) -> str | None:
@@ -123,31 +160,25 @@ def _identity(path: str) -> str | None:
     return f"{os.path.realpath(path)}:{status.st_dev}:{status.st_ino}:{status.st_mtime_ns}:{status.st_size}"
 
 
-def _names_hold(path: str, key: bytes) -> bool:
-    """Whether ``key`` occurs in the library's symbol name tables (True if they cannot be
-    read, or it has none: gdb then decides)."""
-    try:
-        with open(path, "rb") as handle:
-            sections = read_sections(handle)
-            ranges = [(found.offset, found.offset + found.size) for name in _NAME_SECTIONS
-                      if (found := sections.get(name)) is not None and found.type != SHT_NOBITS and found.size]
-            if not ranges:
-                return True
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return any(data.find(key, start, end) >= 0 for start, end in ranges)
-    except (OSError, ValueError) as err:
-        log.info("symbol names of %s: %s", path, err)
+def _names_hold(files: list[tuple[Path, debugfiles.ElfFacts]], key: bytes) -> bool:
+    """Whether ``key`` occurs in the name sections of ``files`` (the symbol tables first,
+    DWARF's strings only if they do not have it). True if one cannot be read or searched:
+    gdb then decides; so is a library without any name section."""
+    sections = [(file, facts.sections[name]) for pass_names in (_NAME_SECTIONS, _DWARF_NAME_SECTIONS)
+                for file, facts in files for name in pass_names
+                if name in facts.sections and facts.sections[name].has_bytes]
+    if not sections:
         return True
-
-
-def _has_sections(path: str, names: Iterable[str]) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            sections = read_sections(handle)
-    except (OSError, ElfFormatError) as err:
-        log.info("sections of %s: %s", path, err)
-        return True
-    return any(name in sections for name in names)
+    for file, section in sections:
+        try:
+            with open(file, "rb") as handle:
+                found = section_contains(handle, section, key)
+        except (OSError, ValueError) as err:
+            log.info("symbol names of %s: %s", file, err)
+            return True
+        if found is None or found:
+            return True
+    return False
 
 
 def added_libraries(payload: dict[str, Any]) -> list[str]:
@@ -184,6 +215,16 @@ class SymbolReader:
         self._gdb = gdb
         self._facts = LibraryFacts(NAMES_CACHE)
         self.selective = True  # False: gdb reads every library (gdb before SELECTIVE_GDB)
+
+    def start(self) -> None:
+        """Look for separate debug files where this gdb does (its ``debug-file-directory``;
+        the debuginfod client's cache if the user turned debuginfod on)."""
+        try:
+            directories = str(self._gdb.command("-gdb-show debug-file-directory").get("value", ""))
+        except GdbCommandError as err:
+            log.info("gdb's debug directories: %s", err.gdb_message)
+            directories = ""
+        self._facts.search = debugfiles.Search.of_gdb(directories, self._gdb.debuginfod)
 
     def configure(self) -> None:
         """From now on gdb reads no library's symbols by itself and stops at each load,

@@ -73,7 +73,7 @@ def _new_session(adapter: Adapter, arguments: dict[str, Any], python: str, hub: 
     session = Session(adapter.on_event, auto_continue=False, gdb=arguments.get("gdb"), python=python,
                       max_frames=MAX_FRAMES,
                       follow=str(arguments.get("follow", "python")), hub=hub, items=adapter.queue,
-                      eager_stacks=False)
+                      eager_stacks=False, debuginfod=bool(arguments.get("debuginfod", False)))
     adapter.session = session
     session.start_gdb(while_gdb_boots)
     return session

@@ -56,7 +56,6 @@ class BreakpointTable:
             breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
             self._give_hint(breakpoint)
         self.items[breakpoint.number] = breakpoint
-        self._disable_plt(breakpoint)
         if announce:
             self.emit(self.event(breakpoint))
         return breakpoint
@@ -130,15 +129,6 @@ class BreakpointTable:
         inferiors = {inferior for loc in breakpoint.real_locations for inferior in loc.inferiors}
         return BreakpointChanged({**breakpoint.to_json(), "pids": self.tree.pids_of(inferiors)}, deleted)
 
-    def _disable_plt(self, breakpoint: Breakpoint) -> None:
-        stubs = breakpoint.plt_to_disable()
-        if stubs:
-            self.gdb.command("-break-disable " + " ".join(stubs))
-            breakpoint.locations = [
-                loc if loc.number not in stubs else type(loc)(**{**loc.__dict__, "enabled": False})
-                for loc in breakpoint.locations
-            ]
-
     def on_changed(self, message: str, payload: dict[str, Any]) -> None:
         """gdb's ``=breakpoint-modified`` (it re-resolved a breakpoint: a library loaded, a
         process came or went) or ``=breakpoint-deleted`` (it deleted one by itself: the
@@ -155,7 +145,6 @@ class BreakpointTable:
             return
         before = _reported_state(breakpoint)
         breakpoint.set_locations(number, locations_from_mi(bkpt))
-        self._disable_plt(breakpoint)
         self._give_hint(breakpoint)
         if _reported_state(breakpoint) != before:
             self.emit(self.event(breakpoint))
