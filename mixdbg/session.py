@@ -38,6 +38,7 @@ from mixdbg.events import Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, MiRecord
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
 from mixdbg.solibs import SymbolReader, added_libraries
+from mixdbg.sources import SourceMap
 from mixdbg.stopview import StopView
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ class Session:
     stop is reported without its stack and arguments (``mixdbg dap``: the editor asks for
     them, through ``inspect``, when it shows them). ``debuginfod``: the user's opt-in to
     gdb fetching debug info from the servers in ``DEBUGINFOD_URLS`` (off otherwise).
+    ``sources``: where native sources are here (the user's source map).
     """
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
@@ -87,8 +89,9 @@ class Session:
                  python: str | None = None, follow: str = FOLLOW_PYTHON,
                  hub: agents.AgentHub | None = None,
                  items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True,
-                 debuginfod: bool = False) -> None:
+                 debuginfod: bool = False, sources: SourceMap | None = None) -> None:
         self.emit = emit
+        self.sources = sources or SourceMap()
         self.auto_continue = auto_continue
         self.all_threads = all_threads
         self.eager_stacks = eager_stacks
@@ -144,6 +147,7 @@ class Session:
             while_gdb_boots()
         self.gdb.set_modes()
         self.solibs.start()
+        self.sources.configure(self.gdb)
         self.gdb.console(f"source {HELPER_SCRIPT}")
         self.gdb.console(f"source {TORCH_GDB_COMMANDS}")
         self.call_safety = calls.guard(self.gdb)
