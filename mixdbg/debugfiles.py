@@ -149,3 +149,18 @@ def symbol_files(path: Path, search: Search = Search()) -> list[tuple[Path, ElfF
         except (OSError, ElfFormatError) as err:
             log.info("dwz file %s: %s", alt, err)
     return files
+
+
+#: Sections gdb reads to know a library's functions and lines.
+_SYMBOL_SECTIONS = (".symtab", ".strtab", ".dynsym", ".dynstr")
+
+
+def symbol_bytes(path: Path, search: Search = Search()) -> int:
+    """How many bytes of DWARF and symbol tables gdb reads for ``path`` (as the files hold
+    them: compressed DWARF counts compressed); 0 when it cannot be read."""
+    try:
+        files = symbol_files(path, search)
+    except (OSError, ElfFormatError):
+        return 0
+    return sum(section.size for _, facts in files for name, section in facts.sections.items()
+               if section.has_bytes and (name.startswith((".debug_", ".zdebug_")) or name in _SYMBOL_SECTIONS))

@@ -20,6 +20,7 @@ from mixdbg.events import (
     Notice,
     ProcessFollowed,
     ProgramOutput,
+    Progress,
     SessionStarted,
     Stopped,
 )
@@ -42,6 +43,9 @@ class Output:
         if isinstance(event, Notice):
             print(f"mixdbg: {event.level}: {event.message}", file=sys.stderr, flush=True)
             return
+        if isinstance(event, Progress):
+            self._progress(event)
+            return
         print("\n".join(human(event)), flush=True)
         if isinstance(event, Stopped) and self.prompt:
             self.show_prompt()
@@ -49,6 +53,16 @@ class Output:
     def show_prompt(self) -> None:
         """Print the interactive prompt (no newline)."""
         print(self.prompt, end="", flush=True)
+
+    def _progress(self, event: Progress) -> None:
+        """A slow step: at a terminal one line that updates in place; elsewhere a line at its
+        start and one at its end."""
+        at_terminal = sys.stderr.isatty()
+        if at_terminal:
+            end = "\n" if event.phase == "end" else ""
+            print(f"\r\x1b[Kmixdbg: {event.title}: {event.message}", end=end, file=sys.stderr, flush=True)
+        elif event.phase != "update":
+            print(f"mixdbg: {event.title}: {event.message}", file=sys.stderr, flush=True)
 
     def progress(self, message: str) -> None:
         """A step of a slow operation, for people only."""
@@ -102,6 +116,8 @@ def human(event: Event) -> list[str]:
         return [f"mixdbg: detached from PID {event.pid} ({event.reason}); it runs on"]
     if isinstance(event, ProgramOutput):
         return [event.text.rstrip("\n")]
+    if isinstance(event, Progress):
+        return [f"mixdbg: {event.title}: {event.message}"]
     return [f"mixdbg: {event.level}: {event.message}"]
 
 

@@ -107,7 +107,7 @@ class Session:
         self._kill_asked = False
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
-        self.solibs = SymbolReader(self.gdb)
+        self.solibs = SymbolReader(self.gdb, emit)
         self.table = BreakpointTable(self.gdb, emit, self.tree, self.solibs, self.view.demangle, python,
                                      by_address=follow == FOLLOW_NONE,
                                      attached=lambda: self.state != "detached", pid=lambda: self.pid)

@@ -37,6 +37,7 @@ from mixdbg.events import (
     Notice,
     ProcessFollowed,
     ProgramOutput,
+    Progress,
     Stopped,
 )
 from mixdbg.session import Session, SessionEnded
@@ -224,6 +225,24 @@ class Adapter:
             self.say(event.text if event.text.endswith("\n") else event.text + "\n")
         elif isinstance(event, Detached):
             self.say(f"mixdbg: detached from PID {event.pid} ({event.reason}); it runs on")
+        elif isinstance(event, Progress):
+            self._progress(event)
+
+    def _progress(self, event: Progress) -> None:
+        """A slow symbol read (reported from the progress watcher's thread: only the
+        connection, which is locked, is used): progressStart/Update/End where the client
+        reports progress (VS Code: a notification), else a line in the debug console at its
+        start and end."""
+        if not self.client.get("supportsProgressReporting"):
+            if event.phase != "update":
+                self.say(f"mixdbg: {event.title}: {event.message}")
+        elif event.phase == "start":
+            self.connection.event("progressStart", {"progressId": event.id, "title": event.title,
+                                                    "message": event.message, "cancellable": False})
+        elif event.phase == "update":
+            self.connection.event("progressUpdate", {"progressId": event.id, "message": event.message})
+        else:
+            self.connection.event("progressEnd", {"progressId": event.id, "message": event.message})
 
     def agent_message(self, pid: int, message: dict[str, Any]) -> None:
         """What an agent sends besides stops (on the agents' reader thread): logpoint

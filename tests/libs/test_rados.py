@@ -7,6 +7,8 @@ librados2-dbg`` (``.ci/run`` installs them); skipped, with that reason, without 
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -149,3 +151,56 @@ def test_mixdbg_dap_source_map_both_ways(librados: None, script: Path, dap: Any,
     assert "presentationHint" not in top["source"]
     dap.request("continue", threadId=1)
     dap.wait_exited(timeout=120)
+
+
+# --- progress of the long symbol read --------------------------------------------------
+
+CONSTRUCTOR = "ceph::common::CephContext::CephContext"
+
+
+def test_mixdbg_dap_reports_the_symbol_read_as_progress(librados: None, script: Path, dap: Any) -> None:
+    # Given a client that shows progress (as VS Code does) and a breakpoint in libceph-common,
+    # whose debug file gdb reads for seconds
+    dap.initialize(supportsProgressReporting=True)
+    dap.launch(launch_config(script), function_breakpoints=[CONSTRUCTOR], timeout=60)
+    stopped_top(dap)
+    # Then the read was announced, updated and ended, in that order, under one id, naming
+    # the library and its size
+    events = [e for name in ("progressStart", "progressUpdate", "progressEnd") for e in dap.events(name)]
+    events.sort(key=lambda event: event["seq"])
+    reading = [e for e in events if "libceph-common.so.2" in json.dumps(e["body"])]
+    assert reading and reading[0]["event"] == "progressStart", [e["event"] for e in events]
+    ident = reading[0]["body"]["progressId"]
+    mine = [e for e in events if e["body"]["progressId"] == ident]
+    assert [e["event"] for e in mine] == ["progressStart", *["progressUpdate"] * (len(mine) - 2), "progressEnd"]
+    assert re.search(r"libceph-common\.so\.2 \(\d+ MB of debug info\)", mine[0]["body"]["message"])
+    assert "read in" in mine[-1]["body"]["message"]
+    dap.request("continue", threadId=1)
+    dap.wait_exited(timeout=120)
+
+
+@pytest.mark.slow
+def test_without_progress_support_the_read_is_said_in_the_console(librados: None, script: Path, dap: Any) -> None:
+    # Given a client that does not show progress
+    dap.initialize(supportsProgressReporting=False)
+    dap.launch(launch_config(script), function_breakpoints=[CONSTRUCTOR], timeout=60)
+    stopped_top(dap)
+    # Then no progress event came, and the debug console said what gdb read
+    assert not dap.events("progressStart") and not dap.events("progressEnd")
+    said = dap.output()
+    assert re.search(r"gdb reads symbols: libceph-common\.so\.2 \(\d+ MB of debug info\)", said), said
+    dap.request("continue", threadId=1)
+    dap.wait_exited(timeout=120)
+
+
+def test_mixdbg_run_json_reports_progress_events(librados: None, script: Path) -> None:
+    # When mixdbg run --json reads libceph-common's symbols for a breakpoint
+    result = run_mixdbg(["run", "--json", "--port", "0", "--python", DEBIAN_PYTHON, "-b", CONSTRUCTOR, str(script)],
+                        timeout=200, cwd=script.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Then progress events came before the stop: start, updates, end, one id, the library named
+    progress = result.of("progress")
+    reading = [e for e in progress if "/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2" in e["libraries"]]
+    assert [e["phase"] for e in reading] == ["start", *["update"] * (len(reading) - 2), "end"]
+    assert len({e["id"] for e in reading}) == 1 and reading[0]["bytes"] > 50_000_000
+    assert result.events.index(reading[-1]) < result.events.index(result.of("stopped")[0])
