@@ -155,12 +155,14 @@ def symbol_files(path: Path, search: Search = Search()) -> list[tuple[Path, ElfF
 _SYMBOL_SECTIONS = (".symtab", ".strtab", ".dynsym", ".dynstr")
 
 
-def symbol_bytes(path: Path, search: Search = Search()) -> int:
+def symbol_bytes(path: Path, search: Search = Search()) -> tuple[int, bool]:
     """How many bytes of DWARF and symbol tables gdb reads for ``path`` (as the files hold
-    them: compressed DWARF counts compressed); 0 when it cannot be read."""
+    them: compressed DWARF counts compressed), and whether there is DWARF among them;
+    (0, False) when it cannot be read."""
     try:
         files = symbol_files(path, search)
     except (OSError, ElfFormatError):
-        return 0
-    return sum(section.size for _, facts in files for name, section in facts.sections.items()
+        return 0, False
+    size = sum(section.size for _, facts in files for name, section in facts.sections.items()
                if section.has_bytes and (name.startswith((".debug_", ".zdebug_")) or name in _SYMBOL_SECTIONS))
+    return size, any(facts.dwarf for _, facts in files)

@@ -132,13 +132,16 @@ def _breakpoint_line(body: dict[str, Any], deleted: bool) -> str:
         return f"{head}: {state}: kernels of {kernels}"
     if body["pending"]:
         return f"{head}: pending until a library defines it{hint}"
-    places = [_place(loc) for loc in body["locations"]]
+    places = list(dict.fromkeys(_place(loc) for loc in body["locations"]))  # one line per place, not per process
     shown = ", ".join(places[:3]) + (f", and {len(places) - 3} more" if len(places) > 3 else "")
-    return f"{head}: {len(places)} location(s): {shown}{hint}"
+    processes = f" (in {len(body['pids'])} processes)" if len(body.get("pids") or ()) > 1 else ""
+    return f"{head}: {len(places)} location(s){processes}: {shown}{hint}"
 
 
 def _place(location: dict[str, Any]) -> str:
-    function = location.get("function") or location.get("address")
+    """A location for people: its function and line, or where it is when gdb names neither."""
+    function = location.get("function") or (f"{location['address']} in {location['library']}" if location.get("library")
+                                            else location.get("address") or "an unnamed place")
     if location.get("file") and location.get("line"):
         return f"{function} at {Path(location['file']).name}:{location['line']}"
     return str(function)

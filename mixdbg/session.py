@@ -27,6 +27,7 @@ from typing import Any, Callable, Union
 
 from mixdbg import attach, calls, ptrace, stack
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
+from mixdbg.breakpoints import BreakSpec
 from mixdbg.engine import agents
 from mixdbg.engine.breakpoint_table import BreakpointTable
 from mixdbg.engine.frames import is_users_frame_record
@@ -37,7 +38,7 @@ from mixdbg.errors import DebuggerError, GdbExitedError, UsageError
 from mixdbg.events import Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, MiRecord
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
-from mixdbg.solibs import SymbolReader, added_libraries
+from mixdbg.solibs import Binder, SymbolReader, added_libraries
 from mixdbg.sources import SourceMap
 from mixdbg.stopview import StopView
 
@@ -182,6 +183,32 @@ class Session:
             self.solibs.configure()
             self.tree.start_following()
 
+    def _on_loaded(self, payload: dict[str, Any], added: list[str]) -> None:
+        """The process stopped in ``payload`` loaded ``added`` (and the libraries gdb took
+        into its list while it read others: ``SymbolReader.read_running``): read or bind
+        the breakpoints that can be in them."""
+        added = self.solibs.unseen(self._inferior(payload), added) if self.solibs.selective else added
+        if added or payload.get("reason") == "solib-event":
+            self.solibs.on_load(added, self._specs(), self.table.ops.kernel_library(), self._binder(payload))
+            self._on_library_load(payload)
+
+    def _specs(self) -> list[BreakSpec]:
+        return [breakpoint.spec for breakpoint in self.table.items.values()]
+
+    def _inferior(self, payload: dict[str, Any]) -> str:
+        """The gdb inferior ("i2") a stop is in (the debuggee's: i1, when the tree does not know)."""
+        process = self.tree.stopped_in(payload)
+        return process.inferior if process is not None else "i1"
+
+    def _binder(self, payload: dict[str, Any]) -> Binder | None:
+        """How function breakpoints are bound at a load without gdb reading the library
+        (``engine.address_breaks``), in the process stopped there; None for a quiet one."""
+        process = self.tree.stopped_in(payload)
+        pid = process.pid if process is not None else self.pid
+        if pid is None or (process is not None and process.quiet):
+            return None
+        return self.table.binder(pid)
+
     def _on_library_load(self, payload: dict[str, Any]) -> None:
         """At a library-load stop: bind the operator breakpoints in the stopped process, and
         have gdb unwind its stack once while the program loads (see ``StopView.warm``)."""
@@ -278,7 +305,7 @@ class Session:
             while True:
                 if self._released:  # what no breakpoint needs, read while the program starts
                     self._released = False
-                    self.solibs.read_all()
+                    self.solibs.read_all(self.tree.root.inferior if self.tree.root is not None else "i1")
                     self.view.start_warming()
                 try:
                     busy = self.state == "stopped" or self.view.warming
@@ -371,13 +398,14 @@ class Session:
 
     def _on_stopped(self, payload: dict[str, Any], reporting: bool) -> None:
         reason = payload.get("reason", "")
+        if reason != "solib-event" and not reason.startswith("exited") and self.solibs.swept(self._inferior(payload)):
+            self._on_loaded(payload, [])  # libraries gdb took in while it read others: before anything runs
         if reason.startswith("exited"):
             self._on_exit_stop(reason, payload, reporting)
         elif reason == "solib-event":  # libraries loaded: read those breakpoints can be in, bind, go on
-            self.solibs.on_load(added_libraries(payload), [b.spec for b in self.table.items.values()],
-                                 self.table.ops.kernel_library())
-            self._on_library_load(payload)
+            self._on_loaded(payload, added_libraries(payload))
             self.resume()
+            self.solibs.read_deferred(self._binder(payload), self._specs(), self._inferior(payload))
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
         elif self._kicking and reason in ("", "signal-received") and payload.get("signal-name") in (None, "SIGINT"):

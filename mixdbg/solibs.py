@@ -31,7 +31,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mixdbg import debugfiles
 from mixdbg.breakpoints import BreakSpec
@@ -197,17 +197,41 @@ def added_libraries(payload: dict[str, Any]) -> list[str]:
 def wanted(facts: LibraryFacts, path: str, specs: Iterable[BreakSpec], kernel_library: str | None) -> bool:
     """Whether library ``path`` can hold one of ``specs`` (``kernel_library``: the file name
     of the library operator breakpoints bind in, if any exist)."""
-    if kernel_library is not None and os.path.basename(path) == kernel_library:
-        return True
+    functions, other = reasons(facts, path, specs, kernel_library)
+    return other or bool(functions)
+
+
+def reasons(facts: LibraryFacts, path: str, specs: Iterable[BreakSpec],
+            kernel_library: str | None) -> tuple[list[BreakSpec], bool]:
+    """Why gdb should read library ``path``: the function specs whose names it holds, and
+    whether anything else needs it (a FILE:LINE with its line tables, an address, the
+    kernel library of operator breakpoints by name)."""
+    functions, other = [], kernel_library is not None and os.path.basename(path) == kernel_library
     for spec in specs:
         key = name_key(spec)
         if key is not None and facts.defines(path, key):
-            return True
-        if spec.is_line and facts.has_lines(path):
-            return True
-        if key is None and not spec.is_line and not spec.is_op:
-            return True  # an address or other location: let gdb look everywhere
-    return False
+            functions.append(spec)
+        elif spec.is_line and facts.has_lines(path):
+            other = True
+        elif key is None and not spec.is_line and not spec.is_op:
+            other = True  # an address or other location: let gdb look everywhere
+    return functions, other
+
+
+#: What a ``Binder`` did with a library's breakpoints.
+BOUND, ABSENT, UNKNOWN = "bound", "absent", "unknown"
+
+
+class Binder(Protocol):
+    """Function breakpoints bound by address at a library's load, in the stopped process
+    (``engine.address_breaks``), instead of gdb reading the library then."""
+
+    def bind(self, library: str, specs: list[BreakSpec]) -> str:
+        """Bind ``specs`` in ``library`` where gdb put them before: ``bound``, ``absent``
+        (gdb found none of them there), or ``unknown`` (gdb must read the library)."""
+
+    def learn(self, libraries: list[str], specs: list[BreakSpec]) -> None:
+        """gdb has just read ``libraries``: keep where it put ``specs`` there."""
 
 
 class SymbolReader:
@@ -218,9 +242,19 @@ class SymbolReader:
         self._facts = LibraryFacts(NAMES_CACHE)
         self.selective = True  # False: gdb reads every library (gdb before SELECTIVE_GDB)
         self._progress = ProgressWatch(emit or (lambda event: None), self.symbol_bytes)
+        self.deferred: list[str] = []  # libraries to read once the program runs again
+        #: Per gdb inferior ("i1"): the libraries the session has seen loaded there, and the
+        #: inferiors where gdb may have taken some into its list unseen (``read_running``).
+        self._seen: dict[str, set[str]] = {}
+        self._swept: set[str] = set()
 
-    def symbol_bytes(self, path: str) -> int:
-        """Bytes of DWARF and symbol tables gdb reads for library ``path`` (its debug files' too)."""
+    def search(self) -> debugfiles.Search:
+        """Where this gdb finds separate debug files."""
+        return self._facts.search
+
+    def symbol_bytes(self, path: str) -> tuple[int, bool]:
+        """Bytes of DWARF and symbol tables gdb reads for library ``path`` (its debug files'
+        too), and whether it has DWARF."""
         return debugfiles.symbol_bytes(Path(path), self._facts.search)
 
     def start(self) -> None:
@@ -245,14 +279,71 @@ class SymbolReader:
         self._gdb.console("mixdbg-fork-symbols")
         self._gdb.command("-gdb-set auto-solib-add off")
         self._gdb.command("-gdb-set stop-on-solib-events 1")
+        # what the debuggee has now (held at its gate, or stopped by the attach): seen
+        self._seen.setdefault("i1", set(self.listed()))
 
-    def on_load(self, added: Iterable[str], specs: list[BreakSpec], kernel_library: str | None) -> None:
-        """At a library-load stop: read the symbols of the new libraries ``wanted`` picks."""
+    def on_load(self, added: Iterable[str], specs: list[BreakSpec], kernel_library: str | None,
+                binder: Binder | None = None) -> None:
+        """At a library-load stop: read the symbols of the new libraries ``wanted`` picks,
+        but those whose breakpoints ``binder`` binds where gdb put them before
+        (``read_deferred`` reads them); ``binder`` learns where gdb puts them in the others."""
         if not self.selective:
             return
         self._gdb.command("-gdb-set auto-solib-add off")  # on again if a fork child was created
-        self.read(*[path for path in added if wanted(self._facts, path, specs, kernel_library)])
+        now, named = [], []
+        for path in added:
+            functions, other = reasons(self._facts, path, specs, kernel_library)
+            bound = binder.bind(path, functions) if functions and not other and binder is not None else UNKNOWN
+            if bound == BOUND:
+                self.deferred.append(path)  # bound by address; gdb reads it while the program runs
+            elif bound == UNKNOWN and (functions or other):
+                now.append(path)
+                named += [spec for spec in functions if spec not in named]
+        self.read(*now)
+        if binder is not None and named:
+            binder.learn(now, named)
         self._facts.save()
+
+    def read_deferred(self, binder: Binder | None, specs: list[BreakSpec], inferior: str) -> None:
+        """Read the libraries whose breakpoints were bound by address at their load (the
+        program runs meanwhile: a stop in one waits for gdb to finish, then shows its
+        frames); ``binder`` checks its places against gdb's."""
+        deferred, self.deferred = self.deferred, []
+        if deferred:
+            self.read_running(inferior, *deferred)
+        if binder is not None and deferred:
+            binder.learn(deferred, [spec for spec in specs if name_key(spec) is not None])
+
+    def read_running(self, inferior: str, *paths: str) -> None:
+        """Read ``paths`` (every loaded library: none given) while the program runs in
+        ``inferior``. gdb re-reads the program's list of libraries for such a command (and
+        for a listing): one the program maps meanwhile is in gdb's list when its load stop
+        comes, and that stop reports no new library (measured: libtorch_python.so and
+        libtorch_cpu.so, loaded while gdb read _C.so, were never examined, and their
+        breakpoints never bound; so was, 4 runs in 6, a library loaded while gdb read every
+        library after the start). ``unseen`` finds them at the next stop there."""
+        self._swept.add(inferior)
+        if paths:
+            self.read(*paths)
+            return
+        with self._progress.reading(self.unread()):
+            self._gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
+
+    def swept(self, inferior: str) -> bool:
+        """Whether gdb may have taken libraries of ``inferior`` into its list unseen."""
+        return inferior in self._swept
+
+    def unseen(self, inferior: str, added: list[str]) -> list[str]:
+        """At a stop in ``inferior`` (the process stopped there): ``added`` and the loaded
+        libraries the session has not seen there, which gdb took in during a read while the
+        program ran. The first stop in a process only notes what it has."""
+        if inferior not in self._seen:
+            self._seen[inferior] = set(self.listed()) - set(added)
+        elif inferior in self._swept:
+            added = added + [path for path in self.listed() if path not in self._seen[inferior] and path not in added]
+        self._swept.discard(inferior)
+        self._seen[inferior].update(added)
+        return added
 
     def read(self, *paths: str) -> None:
         """Read the symbols of loaded libraries ``paths`` in the selected process, in one
@@ -268,21 +359,25 @@ class SymbolReader:
         except GdbCommandError as err:
             log.info("reading the symbols of %s: %s", ", ".join(paths), err.gdb_message)
 
-    def read_all(self) -> None:
-        """Read the symbols of every loaded library not read yet (a stack or a step may
-        go through any of them; gdb may do it while the program runs)."""
-        with self._progress.reading(self.unread()):
-            self._gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
+    def read_all(self, inferior: str) -> None:
+        """Read the symbols of every loaded library not read yet, while the program runs in
+        ``inferior`` (a stack or a step may go through any of them; see ``read_running``)."""
+        self.read_running(inferior)
 
-    def unread(self) -> list[str]:
-        """The loaded libraries whose symbols gdb has not read (in the selected process)."""
+    def listed(self) -> dict[str, bool]:
+        """The libraries gdb knows the selected process has loaded, and whether it has read
+        their symbols."""
         try:
             listed = self._gdb.command("-file-list-shared-libraries").get("shared-libraries", [])
         except GdbCommandError as err:
             log.info("listing libraries: %s", err.gdb_message)
-            return []
-        return [str(library.get("target-name", "")) for library in listed
-                if library.get("symbols-loaded") == "0" and library.get("target-name")]
+            return {}
+        return {str(library["target-name"]): library.get("symbols-loaded") != "0" for library in listed
+                if library.get("target-name")}
+
+    def unread(self) -> list[str]:
+        """The loaded libraries whose symbols gdb has not read (in the selected process)."""
+        return [path for path, loaded in self.listed().items() if not loaded]
 
     def read_unread(self, specs: list[BreakSpec], kernel_library: str | None) -> None:
         """A breakpoint added later: read the loaded libraries it can be in that gdb has

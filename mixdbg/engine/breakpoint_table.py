@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi, parse_spec
+from mixdbg.breakpoints import Breakpoint, BreakSpec, Location, locations_from_mi, parse_spec
+from mixdbg.engine.address_breaks import AddressBreakpoints, library_at
 from mixdbg.errors import UsageError
 from mixdbg.events import BreakpointChanged, Event, Notice
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
 from mixdbg.proctree import ProcessTree
 from mixdbg.pytorch.catalogue import KERNEL_LIBRARY
-from mixdbg.pytorch.opbreaks import OperatorBreakpoints
-from mixdbg.solibs import SymbolReader
+from mixdbg.pytorch.opbreaks import OperatorBreakpoints, copied_pairs
+from mixdbg.solibs import ABSENT, BOUND, UNKNOWN, Binder, SymbolReader
 
 
 class BreakpointTable:
@@ -36,8 +37,10 @@ class BreakpointTable:
         self.pid = pid
         self.items: dict[int, Breakpoint] = {}
         self.throw_catch: int | None = None  # gdb's C++ throw catchpoint, when asked for
+        self._reported: dict[int, object] = {}  # what each breakpoint's last event showed
         self._trap_specs: list[BreakSpec] = []
         self.ops = OperatorBreakpoints(gdb, self._insert, demangle, tree.inferior_of, python, by_address=by_address)
+        self.addresses = AddressBreakpoints(gdb, self._insert, tree.inferior_of, by_address)
 
     def add(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
         """Create a breakpoint (pending until a library defines it) and report it, now or
@@ -57,7 +60,7 @@ class BreakpointTable:
             self._give_hint(breakpoint)
         self.items[breakpoint.number] = breakpoint
         if announce:
-            self.emit(self.event(breakpoint))
+            self.report(breakpoint)
         return breakpoint
 
     def insert_trap(self, function: str) -> int:
@@ -80,37 +83,66 @@ class BreakpointTable:
         bkpt: dict[str, Any] = result["bkpt"]
         return bkpt
 
+    def binder(self, pid: int) -> Binder:
+        """Function breakpoints bound at the addresses gdb found before, in process ``pid``
+        (stopped at a library's load; ``engine.address_breaks``)."""
+        return _ProcessBinder(self, pid)
+
+    def _function_breakpoints(self, specs: list[BreakSpec]) -> list[Breakpoint]:
+        return [b for b in self.items.values() if not b.spec.is_op and b.spec in specs]
+
     def bind_operators(self, pid: int) -> None:
         """In process ``pid`` (stopped where torch's kernels are loaded): bind the operator
         breakpoints there."""
         for breakpoint in self.ops.bind(pid, self.items):
-            self.emit(self.event(breakpoint))
+            self.report(breakpoint)
 
     def on_console(self, text: str) -> None:
-        """A line of gdb's console stream: gdb's helper may have bound operator kernels in a
-        fork child."""
-        for breakpoint in self.ops.on_console(text, self.items):
-            self.emit(self.event(breakpoint))
+        """A line of gdb's console stream: gdb's helper may have copied operator kernels
+        and address breakpoints to a fork child."""
+        changed = self.ops.on_console(text, self.items, foreign=self.addresses.owned())
+        for home, original, copy in copied_pairs(text):
+            adopted = self.addresses.adopt(original, copy, home, self.items)
+            if adopted is not None and all(known is not adopted for known in changed):
+                changed.append(adopted)
+        for breakpoint in changed:
+            self.report(breakpoint)
 
     def enable_all(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up)."""
-        numbers = [n for breakpoint in self.items.values() for n in self.ops.gdb_numbers(breakpoint)]
+        numbers = [n for breakpoint in self.items.values() for n in self._gdb_numbers(breakpoint)]
         if numbers:
             self.gdb.command("-break-enable " + " ".join(map(str, numbers)))
 
     def announce_all(self) -> None:
         """Report every breakpoint's current state."""
         for breakpoint in self.items.values():
-            self.emit(self.event(breakpoint))
+            self.report(breakpoint, again=True)
+
+    def report(self, breakpoint: Breakpoint, deleted: bool = False, again: bool = False) -> bool:
+        """Send ``breakpoint``'s event if what the user sees of it changed since the last one
+        (``Breakpoint.what_matters``; a process gaining the places it has elsewhere is no
+        change), or it was deleted, or ``again``; True if sent."""
+        self._give_hint(breakpoint)
+        state = breakpoint.what_matters()
+        if not (deleted or again) and self._reported.get(breakpoint.number) == state:
+            return False
+        if deleted:
+            self._reported.pop(breakpoint.number, None)
+        else:
+            self._reported[breakpoint.number] = state
+        self.emit(self.event(breakpoint, deleted))
+        return True
 
     def delete(self, number: int) -> None:
         """Delete one of the session's breakpoints."""
         breakpoint = self.items.pop(number, None)
         if breakpoint is None:
             raise UsageError(f"no breakpoint {number}")
-        self.gdb.command("-break-delete " + " ".join(map(str, self.ops.gdb_numbers(breakpoint))))
+        self.gdb.command("-break-delete " + " ".join(map(str, self._gdb_numbers(breakpoint))))
         self.ops.forget(breakpoint)
-        self.emit(self.event(breakpoint, deleted=True))
+        self.addresses.forget(breakpoint)
+        self.report(breakpoint, deleted=True)
 
     def catch_throw(self, enabled: bool) -> None:
         """Stop wherever C++ code throws (reported as an ``exception``), or no longer."""
@@ -121,37 +153,45 @@ class BreakpointTable:
             self.throw_catch = None
 
     def owner(self, gdb_number: int) -> Breakpoint | None:
-        """The breakpoint a gdb breakpoint number belongs to (an operator has many)."""
-        return self.items.get(self.ops.owner(gdb_number))
+        """The breakpoint a gdb breakpoint number belongs to (an operator has many, a
+        function one per process it was bound in by address)."""
+        by_address = self.addresses.owner(gdb_number)
+        return self.items.get(by_address if by_address is not None else self.ops.owner(gdb_number))
+
+    def _gdb_numbers(self, breakpoint: Breakpoint) -> list[int]:
+        """Every gdb breakpoint standing for ``breakpoint``."""
+        return self.ops.gdb_numbers(breakpoint) + self.addresses.gdb_numbers(breakpoint)
 
     def event(self, breakpoint: Breakpoint, deleted: bool = False) -> BreakpointChanged:
         """A breakpoint's event, with the pids of the processes it has a location in."""
         inferiors = {inferior for loc in breakpoint.real_locations for inferior in loc.inferiors}
-        return BreakpointChanged({**breakpoint.to_json(), "pids": self.tree.pids_of(inferiors)}, deleted)
+        pids = self.tree.pids_of(inferiors)
+        body = breakpoint.to_json()
+        for location in body["locations"]:  # gdb names no function there: say which library it is in
+            if not location["function"] and location["address"]:
+                location["library"] = library_at(pids[0] if pids else self.pid(), int(location["address"], 16))
+        return BreakpointChanged({**body, "pids": pids}, deleted)
 
     def on_changed(self, message: str, payload: dict[str, Any]) -> None:
         """gdb's ``=breakpoint-modified`` (it re-resolved a breakpoint: a library loaded, a
         process came or went) or ``=breakpoint-deleted`` (it deleted one by itself: the
         kernels of a process that exec'd)."""
         if message == "breakpoint-deleted":
-            dropped = self.ops.dropped(int(payload["id"]), self.items)
+            number = int(payload["id"])
+            dropped = self.ops.dropped(number, self.items) or self.addresses.dropped(number, self.items)
             if dropped is not None:
-                self.emit(self.event(dropped))
+                self.report(dropped)
             return
         bkpt = payload["bkpt"]
         number = int(bkpt["number"])
         breakpoint = self.owner(number)
         if breakpoint is None or self.ops.is_catchpoint(number):  # an operator's load catch: no place
             return
-        before = _reported_state(breakpoint)
-        breakpoint.set_locations(number, locations_from_mi(bkpt))
-        self._give_hint(breakpoint)
-        if _reported_state(breakpoint) != before:
-            self.emit(self.event(breakpoint))
-            if breakpoint.invalid_condition:
-                self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
-                                            f"'{breakpoint.spec.condition}' at some locations; "
-                                            "they are disabled"))
+        breakpoint.set_locations(number, keep_names(locations_from_mi(bkpt), breakpoint.addressed.get(number, [])))
+        if self.report(breakpoint) and breakpoint.invalid_condition:
+            self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
+                                        f"'{breakpoint.spec.condition}' at some locations; "
+                                        "they are disabled"))
 
     def _give_hint(self, breakpoint: Breakpoint) -> None:
         """Once resolved: the hint for an ``at::native::`` function that is an operator. Not
@@ -168,10 +208,40 @@ class BreakpointTable:
                                             "never resolved: no loaded library defines it"))
 
 
-def _reported_state(breakpoint: Breakpoint) -> object:
-    """What a change must alter for a ``breakpoint`` event. An operator's kernels re-bind one
-    by one when torch loads: it is reported when it binds first and when all are bound,
-    not at each of dozens of steps."""
-    if breakpoint.targets:
-        return breakpoint.resolution
-    return breakpoint.to_json(), breakpoint.invalid_condition
+def keep_names(locations: list[Location], before: list[Location]) -> list[Location]:
+    """An address breakpoint's new locations, each keeping the function name it had where
+    gdb (not having read the library) gives none."""
+    names = {location.address: location.function for location in before}
+    return [location if location.function or not names.get(location.address) else
+            Location(location.number, location.address, names[location.address], location.file, location.line,
+                     location.enabled, location.condition_invalid, location.inferiors) for location in locations]
+
+
+class _ProcessBinder:
+    """A ``solibs.Binder`` for one process: the table's breakpoints there."""
+
+    def __init__(self, table: BreakpointTable, pid: int) -> None:
+        self._table = table
+        self._pid = pid
+
+    def bind(self, library: str, specs: list[BreakSpec]) -> str:
+        """Put ``specs`` where gdb put them in ``library`` before (see ``solibs.Binder``)."""
+        places = self._table.addresses.known(library, specs)
+        if places is None:
+            return UNKNOWN
+        if not any(places.values()):
+            return ABSENT
+        for breakpoint in self._table.addresses.bind(self._pid, library, places,
+                                                     self._table._function_breakpoints(specs)):
+            self._table.report(breakpoint)
+        return BOUND
+
+    def learn(self, libraries: list[str], specs: list[BreakSpec]) -> None:
+        """Keep where gdb put ``specs`` in ``libraries``; drop address breakpoints gdb's places no longer include."""
+        stale = self._table.addresses.learn(self._pid, libraries, self._table._function_breakpoints(specs))
+        if stale:
+            self._table.gdb.command("-break-delete " + " ".join(map(str, stale)))
+            for number in stale:
+                dropped = self._table.addresses.dropped(number, self._table.items)
+                if dropped is not None:
+                    self._table.report(dropped)

@@ -24,12 +24,14 @@ INTERVAL = 1.0
 TITLE = "gdb reads symbols"
 
 
-def describe(sizes: dict[str, int]) -> str:
+def describe(sizes: dict[str, tuple[int, bool]]) -> str:
     """``libceph-common.so.2 (95 MB of debug info), librados.so.2 (15 MB)``: the biggest two
-    libraries, and how many more."""
-    ordered = sorted(sizes.items(), key=lambda item: -item[1])
-    shown = [f"{os.path.basename(path)} ({size / 1e6:.0f} MB{' of debug info' if index == 0 else ''})"
-             if size else os.path.basename(path) for index, (path, size) in enumerate(ordered[:2])]
+    libraries (what their size is of: DWARF, or symbol tables only), and how many more."""
+    ordered = sorted(sizes.items(), key=lambda item: -item[1][0])
+    shown = []
+    for index, (path, (size, dwarf)) in enumerate(ordered[:2]):
+        what = (" of debug info" if dwarf else " of symbols") if index == 0 else ""
+        shown.append(f"{os.path.basename(path)} ({size / 1e6:.0f} MB{what})" if size else os.path.basename(path))
     more = f" and {len(ordered) - 2} more" if len(ordered) > 2 else ""
     return ", ".join(shown) + more if shown else "the loaded libraries"
 
@@ -37,10 +39,10 @@ def describe(sizes: dict[str, int]) -> str:
 class ProgressWatch:
     """Reports the slow steps of one session to ``emit`` (from its own thread, so the
     front end's ``emit`` must take events from any thread). ``measure`` says how many
-    bytes of symbols a library has, 0 when it cannot tell (asked only once a read has
-    lasted ``delay``)."""
+    bytes of symbols a library has (0 when it cannot tell) and whether it has DWARF
+    (asked only once a read has lasted ``delay``)."""
 
-    def __init__(self, emit: Callable[[Event], None], measure: Callable[[str], int],
+    def __init__(self, emit: Callable[[Event], None], measure: Callable[[str], tuple[int, bool]],
                  delay: float = DELAY, interval: float = INTERVAL) -> None:
         self._emit = emit
         self._measure = measure
@@ -74,7 +76,7 @@ class ProgressWatch:
         if done.wait(self._delay):
             return
         sizes = {library: self._measure(library) for library in libraries}
-        size = sum(sizes.values())
+        size = sum(found for found, _ in sizes.values())
         message = describe(sizes)
         start = Progress(ident, "start", TITLE, message, tuple(libraries), size, time.monotonic() - started)
         reported.append(start)
