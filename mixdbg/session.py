@@ -197,7 +197,7 @@ class Session:
 
     def _inferior(self, payload: dict[str, Any]) -> str:
         """The gdb inferior ("i2") a stop is in (the debuggee's: i1, when the tree does not know)."""
-        process = self.tree.stopped_in(payload)
+        process = self.tree.table.of_thread(str(payload.get("thread-id", "")))  # not stopped_in: it announces
         return process.inferior if process is not None else "i1"
 
     def _binder(self, payload: dict[str, Any]) -> Binder | None:
@@ -398,7 +398,8 @@ class Session:
 
     def _on_stopped(self, payload: dict[str, Any], reporting: bool) -> None:
         reason = payload.get("reason", "")
-        if reason != "solib-event" and not reason.startswith("exited") and self.solibs.swept(self._inferior(payload)):
+        if reporting and reason != "solib-event" and not reason.startswith("exited") \
+                and self.solibs.swept(self._inferior(payload)):
             self._on_loaded(payload, [])  # libraries gdb took in while it read others: before anything runs
         if reason.startswith("exited"):
             self._on_exit_stop(reason, payload, reporting)
