@@ -120,6 +120,7 @@ class Breakpoint:
     #: each with its location; ``locations`` shows them together, once per address and process.
     by_name: list[Location] = field(default_factory=list)
     addressed: dict[int, list[Location]] = field(default_factory=dict)
+    ignore_count: int = 0  # hits gdb lets pass before it stops (an editor's hit condition)
 
     @property
     def resolution(self) -> tuple[bool, bool, bool]:

@@ -37,10 +37,13 @@ class SessionStarted:
 
 @dataclass(frozen=True)
 class BreakpointChanged:
-    """A breakpoint was set, resolved, re-bound or deleted (``body`` from Breakpoint.to_json)."""
+    """A breakpoint was set, resolved, re-bound or deleted (``body`` from Breakpoint.to_json).
+    ``news``: what it stops at changed (``Breakpoint.what_matters``); otherwise only the
+    processes it is in did (``pids``), which people and editors are not told again."""
 
     body: dict[str, Any]
     deleted: bool = False
+    news: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""

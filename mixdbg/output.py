@@ -46,6 +46,8 @@ class Output:
         if isinstance(event, Progress):
             self._progress(event)
             return
+        if isinstance(event, BreakpointChanged) and not event.news:
+            return  # only the processes it is in changed: a line each time would be noise
         print("\n".join(human(event)), flush=True)
         if isinstance(event, Stopped) and self.prompt:
             self.show_prompt()

@@ -204,6 +204,8 @@ class Session:
         """How function breakpoints are bound at a load without gdb reading the library
         (``engine.address_breaks``), in the process stopped there; None for a quiet one."""
         process = self.tree.stopped_in(payload)
+        if process is None and self.tree.follow != FOLLOW_NONE:
+            return None  # a process the tree does not know yet: gdb reads its libraries
         pid = process.pid if process is not None else self.pid
         if pid is None or (process is not None and process.quiet):
             return None

@@ -38,7 +38,7 @@ from mixdbg.breakpoints import BreakSpec
 from mixdbg.elfsections import ElfFormatError, section_contains
 from mixdbg.engine.progress import ProgressWatch
 from mixdbg.events import Event
-from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
+from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, mi_quote
 from mixdbg.gdbtext import library_regex
 from mixdbg.rundir import keep_cached, read_cached
 
@@ -323,11 +323,12 @@ class SymbolReader:
         breakpoints never bound; so was, 4 runs in 6, a library loaded while gdb read every
         library after the start). ``unseen`` finds them at the next stop there."""
         self._swept.add(inferior)
-        if paths:
-            self.read(*paths)
+        if paths:  # in that process: gdb has selected whichever stopped last, meanwhile
+            self.read(*paths, inferior=inferior)
             return
         with self._progress.reading(self.unread()):
-            self._gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
+            self._gdb.command(f"-interpreter-exec --thread-group {inferior} console \"sharedlibrary\"",
+                              SLOW_COMMAND_TIMEOUT)
 
     def swept(self, inferior: str) -> bool:
         """Whether gdb may have taken libraries of ``inferior`` into its list unseen."""
@@ -345,17 +346,19 @@ class SymbolReader:
         self._seen[inferior].update(added)
         return added
 
-    def read(self, *paths: str) -> None:
-        """Read the symbols of loaded libraries ``paths`` in the selected process, in one
-        command: gdb re-resolves the breakpoints once after it, not once per library (for a
-        C++ constructor's name in librados and libceph-common, read one by one, gdb expanded
-        6218 compilation units; read together, 2685). A console command, not gdb's Python:
-        only then does MI report the breakpoints it resolves."""
+    def read(self, *paths: str, inferior: str | None = None) -> None:
+        """Read the symbols of loaded libraries ``paths`` in process ``inferior`` (default:
+        the selected one), in one command: gdb re-resolves the breakpoints once after it,
+        not once per library (for a C++ constructor's name in librados and libceph-common,
+        read one by one, gdb expanded 6218 compilation units; read together, 2685). A
+        console command, not gdb's Python: only then does MI report the breakpoints it resolves."""
         if not paths:
             return
+        command = mi_quote("sharedlibrary " + r"\|".join(map(library_regex, paths)))
+        where = f" --thread-group {inferior}" if inferior else ""
         try:
             with self._progress.reading(paths):
-                self._gdb.console("sharedlibrary " + r"\|".join(map(library_regex, paths)), SLOW_COMMAND_TIMEOUT)
+                self._gdb.command(f"-interpreter-exec{where} console {command}", SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
             log.info("reading the symbols of %s: %s", ", ".join(paths), err.gdb_message)
 

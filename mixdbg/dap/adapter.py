@@ -290,7 +290,7 @@ class Adapter:
     def _breakpoint_changed(self, event: BreakpointChanged) -> None:
         number = int(event.body.get("id", 0))
         dap_id = self.breakpoints.dap_id.get(number)
-        if dap_id is None or event.deleted:
+        if dap_id is None or event.deleted or not event.news:
             return
         self.connection.event("breakpoint", {"reason": "changed", "breakpoint": _breakpoints.describe(dap_id, event.body)})
 

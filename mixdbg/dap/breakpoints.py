@@ -137,7 +137,7 @@ def _hit_condition(session: Session, number: int, text: str | None) -> None:
     if not digits.isdigit():
         raise DapError(f"hit condition {text!r}: C/C++ breakpoints take a number N (stop from the Nth hit)")
     try:
-        session.gdb.command(f"-break-after {number} {max(int(digits) - 1, 0)}")
+        session.table.ignore(number, max(int(digits) - 1, 0))
     except GdbCommandError as err:
         raise DapError(f"hit condition {text!r}: {err.gdb_message}") from None
 

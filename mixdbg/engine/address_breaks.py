@@ -38,7 +38,7 @@ Insert = Callable[[BreakSpec, bool, str, "str | None"], dict[str, Any]]
 #: The first gdb with breakpoints of one inferior (``-break-insert -g``).
 PER_PROCESS_GDB = 15
 #: The cache of places, and its bound.
-CACHE = "breakpoint-places-v1.json"
+CACHE = "breakpoint-places-v2.json"
 CACHE_ENTRIES = 5000
 
 
@@ -54,7 +54,7 @@ class Place:
 
 
 @dataclass(frozen=True)
-class Mapping:
+class LibraryMapping:
     """Where a process has a library: the address its symbol values are relative to, and
     the range its mappings cover."""
 
@@ -106,8 +106,10 @@ class AddressBreakpoints:
         yet); the address breakpoints there that gdb's own places no longer include, to delete."""
         if not self.usable():
             return []
-        mappings = {os.path.realpath(library): mapping_of(pid, library) for library in libraries}
         inferior = self._inferior_of(pid)
+        read = self._read_in(inferior)  # a library gdb has not read there holds no location yet
+        mappings = {os.path.realpath(library): mapping_of(pid, library) for library in libraries
+                    if os.path.realpath(library) in read}
         stale = []
         for breakpoint in breakpoints:
             try:
@@ -128,7 +130,18 @@ class AddressBreakpoints:
         self.save()
         return stale
 
-    def _remember(self, library: str, spec: BreakSpec, mapping: Mapping, locations: list[Location]) -> None:
+    def _read_in(self, inferior: str | None) -> set[str]:
+        """The libraries whose symbols gdb has read in process ``inferior`` (real paths)."""
+        where = f" --thread-group {inferior}" if inferior else ""
+        try:
+            listed = self._gdb.command(f"-file-list-shared-libraries{where}").get("shared-libraries", [])
+        except GdbCommandError as err:
+            log.info("listing libraries: %s", err.gdb_message)
+            return set()
+        return {os.path.realpath(str(library["target-name"])) for library in listed
+                if library.get("symbols-loaded") == "1" and library.get("target-name")}
+
+    def _remember(self, library: str, spec: BreakSpec, mapping: LibraryMapping, locations: list[Location]) -> None:
         inside = sorted({(int(str(loc.address), 16) - mapping.base, loc.function, loc.file, loc.line)
                          for loc in locations if mapping.start <= int(str(loc.address), 16) < mapping.end},
                         key=lambda place: place[0])
@@ -254,7 +267,7 @@ def _as_placed(location: Location, place: Place) -> Location:
                     location.condition_invalid, location.inferiors)
 
 
-def mapping_of(pid: int, library: str) -> Mapping | None:
+def mapping_of(pid: int, library: str) -> LibraryMapping | None:
     """Where process ``pid`` has ``library`` (by its real path) mapped, if it does."""
     real = os.path.realpath(library)
     try:
@@ -276,7 +289,7 @@ def mapping_of(pid: int, library: str) -> Mapping | None:
             bias = first_load_bias(stream)
     except (OSError, ElfFormatError):
         return None
-    return Mapping(base - bias, min(start for start, _ in ranges), max(end for _, end in ranges))
+    return LibraryMapping(base - bias, min(start for start, _ in ranges), max(end for _, end in ranges))
 
 
 def library_at(pid: int | None, address: int) -> str | None:

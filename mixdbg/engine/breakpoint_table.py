@@ -37,7 +37,7 @@ class BreakpointTable:
         self.pid = pid
         self.items: dict[int, Breakpoint] = {}
         self.throw_catch: int | None = None  # gdb's C++ throw catchpoint, when asked for
-        self._reported: dict[int, object] = {}  # what each breakpoint's last event showed
+        self._reported: dict[int, tuple[object, list[int]]] = {}  # each breakpoint's last event: state, pids
         self._trap_specs: list[BreakSpec] = []
         self.ops = OperatorBreakpoints(gdb, self._insert, demangle, tree.inferior_of, python, by_address=by_address)
         self.addresses = AddressBreakpoints(gdb, self._insert, tree.inferior_of, by_address)
@@ -88,8 +88,16 @@ class BreakpointTable:
         (stopped at a library's load; ``engine.address_breaks``)."""
         return _ProcessBinder(self, pid)
 
-    def _function_breakpoints(self, specs: list[BreakSpec]) -> list[Breakpoint]:
+    def function_breakpoints(self, specs: list[BreakSpec]) -> list[Breakpoint]:
+        """The session's breakpoints on function names among ``specs``."""
         return [b for b in self.items.values() if not b.spec.is_op and b.spec in specs]
+
+    def ignore(self, number: int, count: int) -> None:
+        """Let breakpoint ``number`` pass its first ``count`` hits (an editor's hit
+        condition). gdb counts per gdb breakpoint, so such a breakpoint is never bound by
+        address (``engine.address_breaks``): the name's own breakpoint counts every hit."""
+        self.gdb.command(f"-break-after {number} {count}")
+        self.items[number].ignore_count = count
 
     def bind_operators(self, pid: int) -> None:
         """In process ``pid`` (stopped where torch's kernels are loaded): bind the operator
@@ -120,19 +128,23 @@ class BreakpointTable:
             self.report(breakpoint, again=True)
 
     def report(self, breakpoint: Breakpoint, deleted: bool = False, again: bool = False) -> bool:
-        """Send ``breakpoint``'s event if what the user sees of it changed since the last one
-        (``Breakpoint.what_matters``; a process gaining the places it has elsewhere is no
-        change), or it was deleted, or ``again``; True if sent."""
+        """Send ``breakpoint``'s event if what it stops at changed since the last one
+        (``Breakpoint.what_matters``), or only the processes it is in (the event is then not
+        news: ``--json`` shows it, people and editors are not told), or it was deleted, or
+        ``again``; True if what it stops at changed."""
         self._give_hint(breakpoint)
+        event = self.event(breakpoint, deleted)
         state = breakpoint.what_matters()
-        if not (deleted or again) and self._reported.get(breakpoint.number) == state:
-            return False
+        last = self._reported.get(breakpoint.number)
+        news = deleted or again or last is None or last[0] != state
         if deleted:
             self._reported.pop(breakpoint.number, None)
+        elif not news and last is not None and last[1] == event.body["pids"]:
+            return False
         else:
-            self._reported[breakpoint.number] = state
-        self.emit(self.event(breakpoint, deleted))
-        return True
+            self._reported[breakpoint.number] = (state, event.body["pids"])
+        self.emit(BreakpointChanged(event.body, deleted, news))
+        return news
 
     def delete(self, number: int) -> None:
         """Delete one of the session's breakpoints."""
@@ -227,18 +239,18 @@ class _ProcessBinder:
     def bind(self, library: str, specs: list[BreakSpec]) -> str:
         """Put ``specs`` where gdb put them in ``library`` before (see ``solibs.Binder``)."""
         places = self._table.addresses.known(library, specs)
-        if places is None:
+        if places is None or any(b.ignore_count for b in self._table.function_breakpoints(specs)):
             return UNKNOWN
         if not any(places.values()):
             return ABSENT
         for breakpoint in self._table.addresses.bind(self._pid, library, places,
-                                                     self._table._function_breakpoints(specs)):
+                                                     self._table.function_breakpoints(specs)):
             self._table.report(breakpoint)
         return BOUND
 
     def learn(self, libraries: list[str], specs: list[BreakSpec]) -> None:
         """Keep where gdb put ``specs`` in ``libraries``; drop address breakpoints gdb's places no longer include."""
-        stale = self._table.addresses.learn(self._pid, libraries, self._table._function_breakpoints(specs))
+        stale = self._table.addresses.learn(self._pid, libraries, self._table.function_breakpoints(specs))
         if stale:
             self._table.gdb.command("-break-delete " + " ".join(map(str, stale)))
             for number in stale:

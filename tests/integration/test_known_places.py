@@ -66,7 +66,7 @@ def stops(result: MixdbgRun) -> list[tuple[int, str, str | None]]:
 
 
 def places_known(cache: Path) -> dict[str, list[Any]]:
-    path = cache / "mixdbg" / "breakpoint-places-v1.json"
+    path = cache / "mixdbg" / "breakpoint-places-v2.json"
     return json.loads(path.read_text()) if path.exists() else {}
 
 
