@@ -22,6 +22,7 @@ from mixdbg.dap import breakpoints as _breakpoints  # registers its requests, wo
 from mixdbg.dap import execution as _execution  # noqa: F401
 from mixdbg.dap import inspection as _inspection  # noqa: F401
 from mixdbg.dap import lifecycle as _lifecycle  # noqa: F401
+from mixdbg.dap import sources as _sources  # noqa: F401
 from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import ClientGone, Connection, DapError, read_message

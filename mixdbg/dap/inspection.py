@@ -94,7 +94,9 @@ def _frame(adapter: Adapter, thread: int, index: int, frame: Frame, cwd: str,
     local = local_file(frame.file, (cwd,)) if frame.line else None
     if local is not None:
         result["source"] = {"name": Path(local).name, "path": local}
-    elif frame.file and frame.line:  # debug info, but no file here: say so; the disassembly stays
+    elif frame.file and frame.line and not is_glue(frame):
+        # debug info naming a file that is not here: say so, keep the line and the disassembly
+        # (not for the interpreter's and bindings' frames: an editor would open them first)
         result["source"] = {"name": Path(frame.file).name, "presentationHint": "deemphasize",
                             "origin": missing_reason(frame.file)}
     else:

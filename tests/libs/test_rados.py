@@ -131,6 +131,9 @@ def test_mixdbg_dap_function_breakpoint_stops_in_librados(librados: None, script
     # and without a source map the frame says why it has no file to show
     assert top["source"]["presentationHint"] == "deemphasize" and "source not found" in top["source"]["origin"]
     assert "path" not in top["source"]
+    # and an editor that opens it anyway is told the same in one line
+    content = dap.request("source", source=top["source"], sourceReference=0)["body"]["content"]
+    assert content.startswith("librados_c.cc: source not found here") and content.count("\n") == 1
     python = [f for f in frames if f.get("source", {}).get("path") == str(script)]
     assert python and python[0]["line"] == create_line(script)
     dap.request("continue", threadId=1)
