@@ -147,6 +147,11 @@ class GdbMi:
         self._major: int | None = None
 
     @property
+    def path(self) -> str:
+        """The gdb executable this runs."""
+        return self._path
+
+    @property
     def pid(self) -> int:
         """gdb's process id."""
         assert self._proc is not None

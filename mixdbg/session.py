@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from mixdbg import attach, calls, ptrace, stack
+from mixdbg import attach, calls, indexcache, ptrace, stack
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import BreakSpec
 from mixdbg.engine import agents
@@ -617,7 +617,10 @@ class Session:
         try:
             self._release()
         finally:
+            major = self.gdb.major_version() if self.solibs.unindexed and self.gdb.alive else 0
             killed = self.gdb.quit()
+            # what gdb read without a cache entry is indexed now, by a gdb of its own
+            indexcache.write_later(self.gdb.path, self.solibs.unindexed, major)
             if self._child is not None:
                 self._child.release()
             # every process runs on (after an exit: the children outliving the root); when gdb

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from mixdbg import debugfiles
+from mixdbg import debugfiles, indexcache
 from mixdbg.breakpoints import BreakSpec
 from mixdbg.elfsections import ElfFormatError, section_contains
 from mixdbg.engine.progress import ProgressWatch
@@ -247,6 +247,8 @@ class SymbolReader:
         #: inferiors where gdb may have taken some into its list unseen (``read_running``).
         self._seen: dict[str, set[str]] = {}
         self._swept: set[str] = set()
+        #: Libraries read with DWARF that gdb's index cache has no entry for (``indexcache``).
+        self.unindexed: set[str] = set()
 
     def search(self) -> debugfiles.Search:
         """Where this gdb finds separate debug files."""
@@ -326,9 +328,7 @@ class SymbolReader:
         if paths:  # in that process: gdb has selected whichever stopped last, meanwhile
             self.read(*paths, inferior=inferior)
             return
-        with self._progress.reading(self.unread()):
-            self._gdb.command(f"-interpreter-exec --thread-group {inferior} console \"sharedlibrary\"",
-                              SLOW_COMMAND_TIMEOUT)
+        self._sharedlibrary(self.unread(), "sharedlibrary", inferior)
 
     def swept(self, inferior: str) -> bool:
         """Whether gdb may have taken libraries of ``inferior`` into its list unseen."""
@@ -354,13 +354,24 @@ class SymbolReader:
         console command, not gdb's Python: only then does MI report the breakpoints it resolves."""
         if not paths:
             return
-        command = mi_quote("sharedlibrary " + r"\|".join(map(library_regex, paths)))
+        self._sharedlibrary(list(paths), "sharedlibrary " + r"\|".join(map(library_regex, paths)), inferior)
+
+    def _sharedlibrary(self, paths: list[str], command: str, inferior: str | None) -> None:
+        """Run ``command`` (a ``sharedlibrary``) reading ``paths`` in ``inferior``, with gdb's
+        index cache read but, for libraries not in it yet, not written (``indexcache``)."""
+        uncached = [path for path in paths if indexcache.uncached(path, self._facts.search)]
         where = f" --thread-group {inferior}" if inferior else ""
         try:
+            if uncached:
+                self._gdb.command("-gdb-set index-cache enabled off")
+                self.unindexed.update(uncached)
             with self._progress.reading(paths):
-                self._gdb.command(f"-interpreter-exec{where} console {command}", SLOW_COMMAND_TIMEOUT)
+                self._gdb.command(f"-interpreter-exec{where} console {mi_quote(command)}", SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
             log.info("reading the symbols of %s: %s", ", ".join(paths), err.gdb_message)
+        finally:
+            if uncached:
+                self._gdb.command("-gdb-set index-cache enabled on")
 
     def read_all(self, inferior: str) -> None:
         """Read the symbols of every loaded library not read yet, while the program runs in
