@@ -292,15 +292,22 @@ class SymbolReader:
         if not self.selective:
             return
         self._gdb.command("-gdb-set auto-solib-add off")  # on again if a fork child was created
-        now, named = [], []
+        now, named, absent = [], [], []
         for path in added:
             functions, other = reasons(self._facts, path, specs, kernel_library)
             bound = binder.bind(path, functions) if functions and not other and binder is not None else UNKNOWN
             if bound == BOUND:
                 self.deferred.append(path)  # bound by address; gdb reads it while the program runs
-            elif bound == UNKNOWN and (functions or other):
+            elif bound == ABSENT:
+                absent.append(path)
+            elif functions or other:
                 now.append(path)
                 named += [spec for spec in functions if spec not in named]
+        if self.deferred:
+            # read with them: a library that names a function it does not define is most
+            # often its caller, in the stack of its stop, and gdb resolves the names once for
+            # both (librados read after libceph-common alone: 11 s more at the stop)
+            self.deferred += absent
         self.read(*now)
         if binder is not None and named:
             binder.learn(now, named)
