@@ -4,12 +4,15 @@ Measured in one run, alternating, so that a noisy machine affects every arm alik
   python      plain `python examples/testdebug.py`
   gdb         a hand-written `gdb -batch` with the three seed breakpoints, printing a
               backtrace at each stop and continuing (what a user would type)
-  mixdbg      `mixdbg run --json -b PyInit__C -b THPModule_initExtension -b at::native::randn`
+  mixdbg      `mixdbg run --json -b PyInit__C -b THPModule_initExtension -b at::native::randn`,
+              with mixdbg's caches as a session after the first has them (one untimed run first)
+  mixdbg-cold the same with empty caches (a fresh XDG_CACHE_HOME each time): no known
+              breakpoint places, no gdb index cache
   torch       `mixdbg run --json` of a script that only imports torch
   torch-op    the same with `-b op:aten::add` (an operator breakpoint by name)
 The gdb is the one mixdbg chooses (``--gdb`` another); mixdbg gets it as ``MIXDBG_GDB``.
-Prints the median of each and the ratios; goals (issue 17): mixdbg <= 1.0 x gdb,
-mixdbg <= 3 x python, torch-op <= 1.2 x torch.
+Prints the median of each and the ratios; goals: mixdbg <= 0.8 x gdb (issue 25; 1.0 in
+issue 17), mixdbg <= 3 x python, torch-op <= 1.2 x torch.
 
 usage: python benchmarks/bench_run.py [--runs N] [--gdb PATH]
 """
@@ -53,9 +56,17 @@ def commands(directory: Path, gdb: str) -> dict[str, list[str]]:
         "gdb": [gdb, "-nx", "-batch", "-iex", "set debuginfod enabled off", "-x", str(gdb_script(directory)),
                 "--args", sys.executable, str(EXAMPLE)],
         "mixdbg": [*mixdbg, *seeds, str(EXAMPLE)],
+        "mixdbg-cold": [*mixdbg, *seeds, str(EXAMPLE)],
         "torch": [*mixdbg, str(importer)],
         "torch-op": [*mixdbg, "-b", "op:aten::add", str(importer)],
     }
+
+
+def environment(name: str, env: dict[str, str], directory: Path, round_number: int) -> dict[str, str]:
+    """The environment of one arm's run: ``mixdbg-cold`` gets caches of its own, empty."""
+    if name != "mixdbg-cold":
+        return env
+    return dict(env, XDG_CACHE_HOME=str(directory / f"cold-cache-{round_number}"))
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
@@ -82,10 +93,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         argvs = commands(Path(scratch), gdb)
         timed(argvs["python"], env)  # warm the page cache for torch's libraries
+        timed(argvs["mixdbg"], env)  # a first session: what later ones find in mixdbg's cache
         samples: dict[str, list[float]] = {name: [] for name in argvs}
         for round_number in range(args.runs):
             for name, argv in argvs.items():
-                samples[name].append(timed(argv, env))
+                samples[name].append(timed(argv, environment(name, env, Path(scratch), round_number)))
             print(f"round {round_number + 1}/{args.runs}: " +
                   ", ".join(f"{n} {s[-1]:.2f}s" for n, s in samples.items()), file=sys.stderr)
     medians = {name: statistics.median(values) for name, values in samples.items()}
@@ -95,10 +107,11 @@ def main() -> None:
         "load_average": round(os.getloadavg()[0], 2),
         "median_seconds": {name: round(value, 3) for name, value in medians.items()},
         "mixdbg_vs_gdb": round(medians["mixdbg"] / medians["gdb"], 3),
+        "mixdbg_cold_vs_gdb": round(medians["mixdbg-cold"] / medians["gdb"], 3),
         "mixdbg_vs_python": round(medians["mixdbg"] / medians["python"], 3),
         "gdb_vs_python": round(medians["gdb"] / medians["python"], 3),
         "torch_op_vs_torch": round(medians["torch-op"] / medians["torch"], 3),
-        "goals": {"mixdbg_vs_gdb": 1.0, "mixdbg_vs_python": 3.0, "torch_op_vs_torch": 1.2},
+        "goals": {"mixdbg_vs_gdb": 0.8, "mixdbg_vs_python": 3.0, "torch_op_vs_torch": 1.2},
     }
     print(json.dumps(result, indent=2))
 

@@ -6,9 +6,13 @@ names are matched exactly (``--qualified``: ``randn`` does not match ``at::nativ
 and every overload is included. Breakpoints are always created pending-capable (``-f``)
 so that they resolve when the library that defines them loads.
 
-A C++ function called through the PLT has a ``name@plt`` stub that gdb also matches; a stop
-there would be a second stop for one call. ``plt_locations`` finds those stubs so that the
-session can disable them each time gdb re-binds the breakpoint.
+A function called through the PLT has a ``name@plt`` stub that gdb also matches while the
+library defining the function is not read; a stop there would be a second stop for one
+call, so the session lets such a stop go on (``Breakpoint.is_plt_hit``). The stub is never
+disabled in gdb: when gdb re-binds a breakpoint it carries a disabled location's state over
+to a new location of the same function name, and the function's own location, found once
+its library is read, would be disabled with it (measured: librados's ``rados_create2``, a
+stub in the Cython ``rados`` module read first, bound and never stopped).
 """
 
 from __future__ import annotations
@@ -111,6 +115,12 @@ class Breakpoint:
     target_locations: dict[int, list[Location]] = field(default_factory=dict)
     kernels: dict[str, list[str]] = field(default_factory=dict)  # overload -> dispatch keys
     hint: str | None = None  # None: not worked out yet (see BreakpointTable._give_hint); "": none
+    #: Function specs: gdb's own locations of the name, and the gdb breakpoints put at the
+    #: function's addresses where gdb had not read the library (``engine.address_breaks``),
+    #: each with its location; ``locations`` shows them together, once per address and process.
+    by_name: list[Location] = field(default_factory=list)
+    addressed: dict[int, list[Location]] = field(default_factory=dict)
+    ignore_count: int = 0  # hits gdb lets pass before it stops (an editor's hit condition)
 
     @property
     def resolution(self) -> tuple[bool, bool, bool]:
@@ -119,18 +129,39 @@ class Breakpoint:
         bound = all(self.target_locations.get(number) for number in self.targets)
         return self.pending, bound, self.invalid_condition
 
+    def what_matters(self) -> object:
+        """What a change must alter to be reported: pending or bound, the places it stops
+        at (function, file and line: the same place in one more process is no news), an
+        invalid condition, the hint. An operator's kernels re-bind one by one when torch
+        loads: it is reported when it binds first and when all are bound."""
+        if self.targets:
+            return self.resolution
+        places = frozenset((loc.function, loc.file, loc.line) for loc in self.real_locations)
+        return self.pending, places, self.invalid_condition, self.hint
+
     def set_locations(self, gdb_number: int, locations: list[Location]) -> None:
         """Record where gdb breakpoint ``gdb_number`` (this one or a target's) resolved."""
         if not self.targets:
-            self.locations = locations
+            if gdb_number == self.number:
+                self.by_name = locations
+            else:
+                self.addressed[gdb_number] = locations
+            self.locations = self.by_name + [loc for found in self.addressed.values() for loc in found
+                                             if not any(_same_place(loc, known) for known in self.by_name)]
             return
         self.target_locations[gdb_number] = locations
         self.locations = [loc for number in self.targets for loc in self.target_locations.get(number, [])]
 
+    def forget_address(self, gdb_number: int) -> None:
+        """Address breakpoint ``gdb_number`` is gone (its process exec'd, or it was deleted)."""
+        if self.addressed.pop(gdb_number, None) is not None:
+            self.set_locations(self.number, self.by_name)
+
     @property
     def real_locations(self) -> list[Location]:
-        """Locations that are function bodies or lines (PLT stubs excluded)."""
-        return [loc for loc in self.locations if not loc.is_plt]
+        """Locations that are function bodies or lines: not PLT stubs, nor the entries gdb
+        lists, without an address, for a process where it has not placed the breakpoint."""
+        return [loc for loc in self.locations if not loc.is_plt and loc.address]
 
     @property
     def pending(self) -> bool:
@@ -142,10 +173,6 @@ class Breakpoint:
         """True when gdb disabled some location because the condition is invalid there."""
         return any(loc.condition_invalid for loc in self.locations)
 
-    def plt_to_disable(self) -> list[str]:
-        """Location numbers of PLT stubs that gdb currently has enabled."""
-        return [loc.number for loc in self.locations if loc.is_plt and loc.enabled]
-
     def is_plt_hit(self, locno: str | None, function: str | None) -> bool:
         """Whether a stop at ``locno`` (or in ``function``) is a PLT stub of this breakpoint."""
         if function and "@plt" in function:
@@ -156,13 +183,26 @@ class Breakpoint:
         """The ``breakpoint`` event body."""
         body: dict[str, Any] = {
             "id": self.number, "spec": self.spec.text, "condition": self.spec.condition,
-            "pending": self.pending, "locations": [loc.to_json() for loc in self.real_locations],
+            "pending": self.pending,
+            # a fork child's copy of a location is the same place: listed once
+            "locations": list({json_key(loc): loc.to_json() for loc in self.real_locations}.values()),
         }
         if self.kernels:
             body["ops"] = self.kernels
         if self.hint:
             body["hint"] = self.hint
         return body
+
+
+def json_key(location: Location) -> tuple[str | None, str | None, str | None, int | None]:
+    """A location as ``breakpoint`` events show it (its process aside)."""
+    return location.address, location.function, location.file, location.line
+
+
+def _same_place(one: Location, other: Location) -> bool:
+    """Whether two locations are at one address of one process (no processes known: any)."""
+    return one.address == other.address and (not one.inferiors or not other.inferiors
+                                             or bool(set(one.inferiors) & set(other.inferiors)))
 
 
 def _function_of(raw: dict[str, Any]) -> str | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Optional
 
-from mixdbg import argtypes, attach, control, gdbpath, launch_gen
+from mixdbg import argtypes, attach, control, gdbpath, launch_gen, sources
 from mixdbg.breakpoints import BreakSpec, parse_spec
 from mixdbg.errors import UsageError
 from mixdbg.events import Exited, SessionStarted
@@ -124,6 +124,13 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
                              "at its exec, untouched), 'all', or 'none' (the debuggee only)")
     parser.add_argument("--threads", action="store_true",
                         help="with each stop, every thread's stack too (JSON: 'threads' in 'stopped')")
+    parser.add_argument("--source-map", dest="source_map", action="append", default=[], metavar="FROM=TO",
+                        type=sources.parse_rule,
+                        help="native sources built in FROM are in TO here (repeatable, first match wins; "
+                             "gdb's substitute-path): frames show TO's files, and breakpoints on them bind")
+    parser.add_argument("--debuginfod", action="store_true",
+                        help="let gdb download missing debug info from the debuginfod servers in "
+                             "$DEBUGINFOD_URLS (off by default: local debug files only, e.g. /usr/lib/debug)")
 
 
 def _target(args: argparse.Namespace) -> attach.Target:
@@ -267,7 +274,8 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
     if fallback is not None:
         output.warning(fallback)
     session = Session(output.emit, auto_continue=not interactive, gdb=args.gdb, max_frames=args.max_frames,
-                      all_threads=args.threads, python=python, follow=args.follow)
+                      all_threads=args.threads, python=python, follow=args.follow, debuginfod=args.debuginfod,
+                      sources=sources.SourceMap(tuple(args.source_map)))
     session.pid = pid  # known before the attach: operator specs find the torch it loaded
     with _on_signals(_session_signals(session, interactive)):
         try:

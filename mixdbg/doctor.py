@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from mixdbg import calls, debuginfo, gdbpath, ptrace, pyframes, pyruntime
+from mixdbg import calls, debugfiles, debuginfo, gdbpath, ptrace, pyframes, pyruntime
 from mixdbg.errors import DataError, NotFoundError, NotPermittedError, UnavailableError
-from mixdbg.gdbmi import gdb_environment
+from mixdbg.gdbmi import gdb_environment, index_cache_directory
 
 OK = "ok"
 WARN = "warn"
@@ -255,15 +255,44 @@ def torch_libraries() -> list[tuple[Path, Path]]:
     return [(root, lib) for lib in found]
 
 
+def debug_search(gdb: Check, timeout: float = 15.0) -> debugfiles.Search:
+    """Where the gdb of the ``gdb`` check looks for separate debug files (its
+    ``debug-file-directory``), as a session's gdb is asked (``SymbolReader.start``)."""
+    path = gdb.details.get("path")
+    if gdb.status == FAIL or not path:
+        return debugfiles.Search()
+    try:
+        done = subprocess.run([str(path), "-nx", "-batch", "-ex", "show debug-file-directory"], capture_output=True,
+                              text=True, env=gdb_environment(), timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return debugfiles.Search()
+    found = re.search(r'"([^"]*)"', done.stdout)
+    return debugfiles.Search.of_gdb(found.group(1) if found else "", debuginfod=False)
+
+
+def check_index_cache(directory: Path | None = None) -> Check:
+    """Where gdb keeps its index of libraries' DWARF between sessions, and how much it holds:
+    a first session on a big debug build pays the index (seconds to minutes), the next ones
+    read it from there."""
+    directory = directory or index_cache_directory()
+    files = [entry for entry in directory.glob("*") if entry.is_file()] if directory.is_dir() else []
+    size = sum(entry.stat().st_size for entry in files)
+    details: dict[str, object] = {"directory": str(directory), "entries": len(files), "bytes": size}
+    held = f"{len(files)} librar{'y' if len(files) == 1 else 'ies'}, {size / 1e6:.1f} MB" if files else "empty"
+    return Check("index cache", OK, f"gdb's index of DWARF, kept between sessions: {directory} ({held}); "
+                                    "delete it to free the space", None, details)
+
+
 def check_library(path: Path, label: str | None = None, fix: str | None = None,
-                  debug_root: Path = debuginfo.DEFAULT_DEBUG_ROOT) -> Check:
+                  debug_root: Path | None = None, search: debugfiles.Search | None = None) -> Check:
     """What breakpoints and variables gdb will offer in ``path``, with the fix when it is not all.
 
-    ``label`` names it in the report (default: the path); ``fix`` replaces the generic advice.
+    ``label`` names it in the report (default: the path); ``fix`` replaces the generic advice;
+    ``search`` says where gdb looks for separate debug files (``debug_root``: only there).
     """
     name = f"library {label or path}"
     try:
-        info = debuginfo.classify(path, debug_root)
+        info = debuginfo.classify(path, debug_root, search)
     except (NotFoundError, DataError) as err:
         return Check(name, FAIL, err.message, "pass the path of a shared library (.so)", {"path": str(path)},
                      err.exit_code)
@@ -293,14 +322,14 @@ def check_library(path: Path, label: str | None = None, fix: str | None = None,
 def run_checks(libs: Sequence[Path] = (), proc_root: Path = Path("/proc"), fs_root: Path = Path("/"),
                include_torch: bool = True, python: str = sys.executable) -> list[Check]:
     """All doctor checks in report order: gdb, debugpy, python, ptrace, function calls,
-    multi-process, libraries."""
+    multi-process, gdb's index cache, libraries."""
     gdb = check_gdb()
     checks = [gdb, check_debugpy(), check_python(python), check_ptrace(proc_root, fs_root),
-              check_function_calls(gdb), check_multiprocess(gdb)]
-    checks += [check_library(Path(lib)) for lib in libs]
-    if include_torch:
-        checks += [check_library(lib, f"torch/{lib.relative_to(root)}", TORCH_FIX)
-                   for root, lib in torch_libraries()]
+              check_function_calls(gdb), check_multiprocess(gdb), check_index_cache()]
+    torch = torch_libraries() if include_torch else []
+    search = debug_search(gdb) if libs or torch else debugfiles.Search()
+    checks += [check_library(Path(lib), search=search) for lib in libs]
+    checks += [check_library(lib, f"torch/{lib.relative_to(root)}", TORCH_FIX, search=search) for root, lib in torch]
     return checks
 
 

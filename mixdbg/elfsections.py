@@ -8,7 +8,9 @@ libraries under gdb.
 
 from __future__ import annotations
 
+import mmap
 import struct
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -16,6 +18,12 @@ from typing import BinaryIO
 #: e_ident[EI_CLASS] and e_ident[EI_DATA] values.
 _CLASS_64, _CLASS_32, _LITTLE, _BIG = 2, 1, 1, 2
 SHT_NOBITS = 8
+SHT_NOTE = 7
+#: sh_flags: the section's bytes are compressed (an ``Elf*_Chdr`` header, then the stream).
+SHF_COMPRESSED = 0x800
+#: ch_type of a compressed section: zlib (the one Debian's debug files use) and zstd.
+ELFCOMPRESS_ZLIB, ELFCOMPRESS_ZSTD = 1, 2
+NT_GNU_BUILD_ID = 3
 ET_DYN = 3
 PT_LOAD = 1
 
@@ -31,6 +39,13 @@ class Section:
     type: int  # sh_type (SHT_NOBITS: no bytes in the file)
     offset: int
     size: int
+    flags: int = 0  # sh_flags (SHF_COMPRESSED: see ``compression``)
+
+    @property
+    def has_bytes(self) -> bool:
+        """Whether the file holds the section's bytes (a separate debug file keeps the code
+        sections as NOBITS placeholders)."""
+        return self.type != SHT_NOBITS and self.size > 0
 
 
 @dataclass(frozen=True)
@@ -87,11 +102,56 @@ def read_sections(stream: BinaryIO) -> dict[str, Section]:
     stream.seek(raw[header.shstrndx][4])
     names = stream.read(raw[header.shstrndx][5])
     sections = {}
-    for name_offset, kind, _flags, _addr, offset, size in raw:
+    for name_offset, kind, flags, _addr, offset, size in raw:
         end = names.find(b"\0", name_offset)
         if 0 < name_offset < len(names) and end > name_offset:
-            sections[names[name_offset:end].decode("ascii", "replace")] = Section(kind, offset, size)
+            sections[names[name_offset:end].decode("ascii", "replace")] = Section(kind, offset, size, flags)
     return sections
+
+
+def section_bytes(stream: BinaryIO, section: Section, limit: int = 1 << 16) -> bytes:
+    """The first ``limit`` bytes of a (small) section as the file holds them."""
+    if not section.has_bytes:
+        return b""
+    stream.seek(section.offset)
+    return stream.read(min(section.size, limit))
+
+
+def build_id(stream: BinaryIO, sections: dict[str, Section] | None = None) -> str | None:
+    """The file's GNU build id in hex (its ``.note.gnu.build-id``), or None (``sections``:
+    the file's, when already read)."""
+    note = (sections if sections is not None else read_sections(stream)).get(".note.gnu.build-id")
+    if note is None:
+        return None
+    data = section_bytes(stream, note)
+    order = "<" if _header(stream).order == "<" else ">"
+    at = 0
+    while at + 12 <= len(data):
+        name_size, desc_size, kind = struct.unpack_from(order + "III", data, at)
+        name_end = at + 12 + (name_size + 3) // 4 * 4
+        if kind == NT_GNU_BUILD_ID and data[at + 12:at + 12 + name_size].rstrip(b"\0") == b"GNU":
+            return data[name_end:name_end + desc_size].hex() or None
+        at = name_end + (desc_size + 3) // 4 * 4
+    return None
+
+
+def link_name(stream: BinaryIO, sections: dict[str, Section], name: str) -> str | None:
+    """The file name a ``.gnu_debuglink`` or ``.gnu_debugaltlink`` section holds, or None."""
+    section = sections.get(name)
+    if section is None:
+        return None
+    text = section_bytes(stream, section, 4096).split(b"\0", 1)[0]
+    return text.decode("utf-8", "surrogateescape") or None
+
+
+def compression(stream: BinaryIO, section: Section) -> tuple[int, int]:
+    """(ch_type, header size) of a section with SHF_COMPRESSED; (0, 0) for one stored plainly."""
+    if not section.flags & SHF_COMPRESSED:
+        return 0, 0
+    header = _header(stream)
+    stream.seek(section.offset)
+    kind, = struct.unpack(header.order + "I", stream.read(4))
+    return kind, (24 if header.wide else 12)
 
 
 def is_relocated(stream: BinaryIO) -> bool:
@@ -108,6 +168,49 @@ def first_load_bias(stream: BinaryIO) -> int:
     loads = [(fields[-1] - fields[-2]) for fields in _table(stream, header.phoff, header.phentsize,
                                                                 header.phnum, entry) if fields[0] == PT_LOAD]
     return min(loads) if loads else 0
+
+
+#: How much of a compressed section is inflated at a time while searching it.
+_CHUNK = 1 << 20
+
+
+def section_contains(stream: BinaryIO, section: Section, key: bytes) -> bool | None:
+    """Whether ``key`` occurs in the section's bytes, inflated first if it is compressed
+    (zlib: ``SHF_COMPRESSED`` or the old ``.zdebug`` form); None when it cannot be told
+    (zstd, a damaged stream)."""
+    if not section.has_bytes or not key:
+        return False
+    kind, skip = compression(stream, section)
+    if kind == 0 and section.size >= 12:
+        stream.seek(section.offset)
+        if stream.read(4) == b"ZLIB":  # .zdebug_*: "ZLIB", the size (8 bytes, big-endian), the stream
+            kind, skip = ELFCOMPRESS_ZLIB, 12
+    if kind == 0:
+        with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(key, section.offset, section.offset + section.size) >= 0
+    if kind != ELFCOMPRESS_ZLIB:
+        return None
+    return _inflated_contains(stream, section.offset + skip, section.size - skip, key)
+
+
+def _inflated_contains(stream: BinaryIO, offset: int, size: int, key: bytes) -> bool | None:
+    inflate = zlib.decompressobj()
+    stream.seek(offset)
+    tail = b""
+    left = size
+    try:
+        while left > 0:
+            chunk = stream.read(min(_CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            data = tail + inflate.decompress(chunk)
+            if key in data:
+                return True
+            tail = data[-(len(key) - 1):] if len(key) > 1 else b""
+        return key in tail + inflate.flush()
+    except zlib.error:
+        return None
 
 
 def dynamic_symbols(stream: BinaryIO, names: Iterable[str]) -> dict[str, int]:
@@ -139,31 +242,6 @@ def dynamic_symbols(stream: BinaryIO, names: Iterable[str]) -> dict[str, int]:
         if name_offset in wanted and section != 0:
             found[wanted[name_offset]] = value
     return found
-
-
-#: The note type of a GNU build id (``NT_GNU_BUILD_ID``) and its owner's name.
-_NT_GNU_BUILD_ID = 3
-_GNU = b"GNU\0"
-
-
-def build_id(stream: BinaryIO) -> str | None:
-    """The GNU build id (hex) of the ELF file open in ``stream``, from its
-    ``.note.gnu.build-id`` section; None when it has none."""
-    header = _header(stream)
-    note = read_sections(stream).get(".note.gnu.build-id")
-    if note is None or note.type == SHT_NOBITS:
-        return None
-    stream.seek(note.offset)
-    data = stream.read(note.size)
-    offset = 0
-    while offset + 12 <= len(data):
-        name_size, desc_size, kind = struct.unpack_from(header.order + "III", data, offset)
-        name_at = offset + 12
-        desc_at = name_at + (name_size + 3) // 4 * 4
-        if kind == _NT_GNU_BUILD_ID and data[name_at:name_at + name_size] == _GNU:
-            return data[desc_at:desc_at + desc_size].hex()
-        offset = desc_at + (desc_size + 3) // 4 * 4
-    return None
 
 
 #: ``DT_NEEDED``: a library the file needs (the value is an offset in ``.dynstr``).

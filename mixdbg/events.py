@@ -37,10 +37,13 @@ class SessionStarted:
 
 @dataclass(frozen=True)
 class BreakpointChanged:
-    """A breakpoint was set, resolved, re-bound or deleted (``body`` from Breakpoint.to_json)."""
+    """A breakpoint was set, resolved, re-bound or deleted (``body`` from Breakpoint.to_json).
+    ``news``: what it stops at changed (``Breakpoint.what_matters``); otherwise only the
+    processes it is in did (``pids``), which people and editors are not told again."""
 
     body: dict[str, Any]
     deleted: bool = False
+    news: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -152,5 +155,27 @@ class ProgramOutput:
         return {"event": "output", "text": self.text, "pid": self.pid}
 
 
+@dataclass(frozen=True)
+class Progress:
+    """A slow step that has taken over a second (gdb reading libraries' symbols), reported
+    as it starts, every second while it lasts, and when it ends (``phase``); ``id`` ties the
+    three together. ``libraries`` are read, ``size`` is their debug info and symbol tables
+    in bytes, ``seconds`` how long it has taken so far."""
+
+    id: str
+    phase: str  # "start" | "update" | "end"
+    title: str
+    message: str
+    libraries: tuple[str, ...] = ()
+    size: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"event": "progress", "id": self.id, "phase": self.phase, "title": self.title,
+                "message": self.message, "libraries": list(self.libraries), "bytes": self.size,
+                "seconds": round(self.seconds, 1)}
+
+
 Event = Union[SessionStarted, BreakpointChanged, Stopped, Exited, Detached, Notice, ProcessFollowed,
-              ProgramOutput]
+              ProgramOutput, Progress]

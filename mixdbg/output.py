@@ -20,6 +20,7 @@ from mixdbg.events import (
     Notice,
     ProcessFollowed,
     ProgramOutput,
+    Progress,
     SessionStarted,
     Stopped,
 )
@@ -42,6 +43,11 @@ class Output:
         if isinstance(event, Notice):
             print(f"mixdbg: {event.level}: {event.message}", file=sys.stderr, flush=True)
             return
+        if isinstance(event, Progress):
+            self._progress(event)
+            return
+        if isinstance(event, BreakpointChanged) and not event.news:
+            return  # only the processes it is in changed: a line each time would be noise
         print("\n".join(human(event)), flush=True)
         if isinstance(event, Stopped) and self.prompt:
             self.show_prompt()
@@ -49,6 +55,16 @@ class Output:
     def show_prompt(self) -> None:
         """Print the interactive prompt (no newline)."""
         print(self.prompt, end="", flush=True)
+
+    def _progress(self, event: Progress) -> None:
+        """A slow step: at a terminal one line that updates in place; elsewhere a line at its
+        start and one at its end."""
+        at_terminal = sys.stderr.isatty()
+        if at_terminal:
+            end = "\n" if event.phase == "end" else ""
+            print(f"\r\x1b[Kmixdbg: {event.title}: {event.message}", end=end, file=sys.stderr, flush=True)
+        elif event.phase != "update":
+            print(f"mixdbg: {event.title}: {event.message}", file=sys.stderr, flush=True)
 
     def progress(self, message: str) -> None:
         """A step of a slow operation, for people only."""
@@ -102,6 +118,8 @@ def human(event: Event) -> list[str]:
         return [f"mixdbg: detached from PID {event.pid} ({event.reason}); it runs on"]
     if isinstance(event, ProgramOutput):
         return [event.text.rstrip("\n")]
+    if isinstance(event, Progress):
+        return [f"mixdbg: {event.title}: {event.message}"]
     return [f"mixdbg: {event.level}: {event.message}"]
 
 
@@ -116,13 +134,16 @@ def _breakpoint_line(body: dict[str, Any], deleted: bool) -> str:
         return f"{head}: {state}: kernels of {kernels}"
     if body["pending"]:
         return f"{head}: pending until a library defines it{hint}"
-    places = [_place(loc) for loc in body["locations"]]
+    places = list(dict.fromkeys(_place(loc) for loc in body["locations"]))  # one line per place, not per process
     shown = ", ".join(places[:3]) + (f", and {len(places) - 3} more" if len(places) > 3 else "")
-    return f"{head}: {len(places)} location(s): {shown}{hint}"
+    processes = f" (in {len(body['pids'])} processes)" if len(body.get("pids") or ()) > 1 else ""
+    return f"{head}: {len(places)} location(s){processes}: {shown}{hint}"
 
 
 def _place(location: dict[str, Any]) -> str:
-    function = location.get("function") or location.get("address")
+    """A location for people: its function and line, or where it is when gdb names neither."""
+    function = location.get("function") or (f"{location['address']} in {location['library']}" if location.get("library")
+                                            else location.get("address") or "an unnamed place")
     if location.get("file") and location.get("line"):
         return f"{function} at {Path(location['file']).name}:{location['line']}"
     return str(function)

@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Any, Callable, Union
 
-from mixdbg import attach, calls, ptrace, stack
+from mixdbg import attach, calls, indexcache, ptrace, stack
 from mixdbg.breakpoint_repair import restore_breakpoint_bytes
 from mixdbg.breakpoints import Breakpoint, BreakSpec
 from mixdbg.engine import agents
@@ -41,7 +41,8 @@ from mixdbg.errors import DebuggerError, GdbExitedError, MixdbgError, UsageError
 from mixdbg.events import Detached, Event, Exited, Notice, Stopped
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, MiRecord
 from mixdbg.proctree import FOLLOW_NONE, FOLLOW_PYTHON, Process, ProcessTree, workers
-from mixdbg.solibs import SymbolReader, added_libraries
+from mixdbg.solibs import Binder, SymbolReader, added_libraries
+from mixdbg.sources import SourceMap
 from mixdbg.stopview import StopView
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,9 @@ class Session:
     debuggee resumed at once; otherwise it stays stopped until an action resumes it.
     ``all_threads`` adds every thread's stack to each stop. Without ``eager_stacks`` a
     stop is reported without its stack and arguments (``mixdbg dap``: the editor asks for
-    them, through ``inspect``, when it shows them).
+    them, through ``inspect``, when it shows them). ``debuginfod``: the user's opt-in to
+    gdb fetching debug info from the servers in ``DEBUGINFOD_URLS`` (off otherwise).
+    ``sources``: where native sources are here (the user's source map).
     """
 
     def __init__(self, emit: Callable[[Event], None], auto_continue: bool = True,
@@ -102,14 +105,16 @@ class Session:
                  python: str | None = None, follow: str = FOLLOW_PYTHON,
                  hub: agents.AgentHub | None = None,
                  items: queue.SimpleQueue[QueueItem] | None = None, eager_stacks: bool = True,
-                 ahead: GdbAhead | None = None) -> None:
+                 ahead: GdbAhead | None = None, debuginfod: bool = False,
+                 sources: SourceMap | None = None) -> None:
         self.emit = emit
+        self.sources = sources or SourceMap()
         self.auto_continue = auto_continue
         self.all_threads = all_threads
         self.eager_stacks = eager_stacks
         self.queue: queue.SimpleQueue[QueueItem] = items if items is not None else queue.SimpleQueue()
         self._ahead = ahead  # a gdb started before the session, records to ``items``
-        self.gdb = ahead.gdb if ahead is not None else GdbMi(on_record=self.queue.put, gdb=gdb)
+        self.gdb = ahead.gdb if ahead is not None else GdbMi(on_record=self.queue.put, gdb=gdb, debuginfod=debuginfod)
         self.view = StopView(self.gdb, lambda message: emit(Notice("warning", message)), max_frames, python)
         self.tree = ProcessTree(self.gdb, emit, follow,
                                 workers.worker_id_reader(self.view.python_frames, self.view.frame_locals))
@@ -120,7 +125,7 @@ class Session:
         self._kill_asked = False
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
-        self.solibs = SymbolReader(self.gdb)
+        self.solibs = SymbolReader(self.gdb, emit)
         self.table = BreakpointTable(self.gdb, emit, self.tree, self.solibs, self.view.demangle, python,
                                      by_address=follow == FOLLOW_NONE,
                                      attached=lambda: self.state != "detached", pid=lambda: self.pid,
@@ -177,6 +182,8 @@ class Session:
             prepare(self.gdb)
         else:
             self._ahead.ready()
+        self.solibs.start()
+        self.sources.configure(self.gdb)
         self.call_safety = calls.guard(self.gdb)
         for pattern in SKIPPED_SOURCES:
             self.gdb.console(f"skip -gfile {pattern}")
@@ -210,6 +217,35 @@ class Session:
         if child is None:
             self.solibs.configure()
             self.tree.start_following()
+
+    def _on_loaded(self, payload: dict[str, Any], added: list[str]) -> None:
+        """The process stopped in ``payload`` loaded ``added`` (and the libraries gdb took
+        into its list while it read others: ``SymbolReader.read_running``): read or bind
+        the breakpoints that can be in them."""
+        added = self.solibs.unseen(self._inferior(payload), added) if self.solibs.selective else added
+        if added or payload.get("reason") == "solib-event":
+            self.solibs.on_load(added, self._specs(), self.table.ops.kernel_library(), self._binder(payload))
+            self._load_printers(added)
+            self._on_library_load(payload)
+
+    def _specs(self) -> list[BreakSpec]:
+        return [breakpoint.spec for breakpoint in self.table.items.values()]
+
+    def _inferior(self, payload: dict[str, Any]) -> str:
+        """The gdb inferior ("i2") a stop is in (the debuggee's: i1, when the tree does not know)."""
+        process = self.tree.table.of_thread(str(payload.get("thread-id", "")))  # not stopped_in: it announces
+        return process.inferior if process is not None else "i1"
+
+    def _binder(self, payload: dict[str, Any]) -> Binder | None:
+        """How function breakpoints are bound at a load without gdb reading the library
+        (``engine.address_breaks``), in the process stopped there; None for a quiet one."""
+        process = self.tree.stopped_in(payload)
+        if process is None and self.tree.follow != FOLLOW_NONE:
+            return None  # a process the tree does not know yet: gdb reads its libraries
+        pid = process.pid if process is not None else self.pid
+        if pid is None or (process is not None and process.quiet):
+            return None
+        return self.table.binder(pid)
 
     def _on_library_load(self, payload: dict[str, Any]) -> None:
         """At a library-load stop: bind the operator breakpoints in the stopped process."""
@@ -468,7 +504,7 @@ class Session:
             while True:
                 if self._released:  # what no breakpoint needs, read while the program starts
                     self._released = False
-                    self.solibs.read_all()
+                    self.solibs.read_all(self.tree.root.inferior if self.tree.root is not None else "i1")
                     self.view.start_warming()
                 try:
                     busy = self.state == "stopped" or self.view.warming
@@ -597,14 +633,15 @@ class Session:
         reason = payload.get("reason", "")
         if self._watch_pending and not reason.startswith("exited"):
             self._add_pending_watches()
+        if reporting and reason != "solib-event" and not reason.startswith("exited") \
+                and self.solibs.swept(self._inferior(payload)):
+            self._on_loaded(payload, [])  # libraries gdb took in while it read others: before anything runs
         if reason.startswith("exited"):
             self._on_exit_stop(reason, payload, reporting)
         elif reason == "solib-event":  # libraries loaded: read those breakpoints can be in, bind, go on
-            self.solibs.on_load(added_libraries(payload), [b.spec for b in self.table.items.values()],
-                                 self.table.ops.kernel_library())
-            self._load_printers(added_libraries(payload))
-            self._on_library_load(payload)
+            self._on_loaded(payload, added_libraries(payload))
             self.resume()
+            self.solibs.read_deferred(self._binder(payload), self._specs(), self._inferior(payload))
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
         elif self._kicking and reason in ("", "signal-received") and payload.get("signal-name") in (None, "SIGINT"):
@@ -830,7 +867,10 @@ class Session:
         try:
             self._release()
         finally:
+            major = self.gdb.major_version() if self.solibs.unindexed and self.gdb.alive else 0
             killed = self.gdb.quit()
+            # what gdb read without a cache entry is indexed now, by a gdb of its own
+            indexcache.write_later(self.gdb.path, self.solibs.unindexed, major)
             if self._child is not None:
                 self._child.release()
             # every process runs on (after an exit: the children outliving the root); when gdb

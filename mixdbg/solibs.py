@@ -27,15 +27,18 @@ every library (``configure``).
 from __future__ import annotations
 
 import logging
-import mmap
 import os
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol
 
+from mixdbg import debugfiles, indexcache
 from mixdbg.breakpoints import BreakSpec
-from mixdbg.elfsections import SHT_NOBITS, ElfFormatError, read_sections
-from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
+from mixdbg.elfsections import ElfFormatError, section_contains
+from mixdbg.engine.progress import ProgressWatch
+from mixdbg.events import Event
+from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, mi_quote
 from mixdbg.gdbtext import library_regex
 from mixdbg.rundir import keep_cached, read_cached
 
@@ -43,13 +46,16 @@ log = logging.getLogger(__name__)
 
 #: The first gdb that reads only the symbols breakpoints need (see ``SymbolReader.configure``).
 SELECTIVE_GDB = 14
-#: ELF sections whose bytes hold symbol names.
+#: ELF sections whose bytes hold symbol names, and those that hold DWARF's names (searched
+#: second: they may be compressed, and a function's name is most often in the first).
 _NAME_SECTIONS = (".dynstr", ".strtab")
-#: Sections whose presence means FILE:LINE breakpoints may resolve in the library.
-_LINE_SECTIONS = (".debug_line", ".gnu_debuglink", ".gnu_debugaltlink")
+_DWARF_NAME_SECTIONS = (".debug_str", ".zdebug_str")
+#: Sections whose presence (in the library or its debug file) means FILE:LINE breakpoints
+#: may resolve in the library.
+_LINE_SECTIONS = (".debug_line", ".zdebug_line")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 #: The cache of which names libraries hold (see ``LibraryFacts``), and its bound.
-NAMES_CACHE = "library-names-v1.json"
+NAMES_CACHE = "library-names-v2.json"
 CACHE_ENTRIES = 20000
 
 
@@ -65,27 +71,33 @@ def name_key(spec: BreakSpec) -> bytes | None:
 
 
 class LibraryFacts:
-    """What a library's ELF file says, read once per file (by device, inode, mtime and
-    size) and name asked about: the answers, not the file's bytes. Whether a name occurs
-    is kept across sessions in mixdbg's cache as ``cache``: in ``libtorch_cpu.so``'s 76 MB of
-    names, each name that is not there costs a 16-35 ms scan at every run."""
+    """What a library's ELF files say (the library and the debug files gdb reads with it:
+    see ``debugfiles``), read once per file (by device, inode, mtime and size) and name
+    asked about: the answers, not the files' bytes. Whether a name occurs is kept across
+    sessions in mixdbg's cache as ``cache``: in ``libtorch_cpu.so``'s 76 MB of names, each
+    name that is not there costs a 16-35 ms scan at every run. ``search`` says where
+    separate debug files are (gdb's debug directories; see ``SymbolReader.configure``)."""
 
-    def __init__(self, cache: str | None = None) -> None:
+    def __init__(self, cache: str | None = None, search: debugfiles.Search | None = None) -> None:
         self._cache = cache  # its name in mixdbg's cache, if kept there
+        self.search = search or debugfiles.Search()
         self._defines: dict[str, bool] | None = None  # "identity key" -> answer, loaded lazily
         self._dirty = False
         self._lines: dict[str, bool] = {}
+        self._files: dict[str, tuple[str, list[tuple[Path, debugfiles.ElfFacts]]] | None] = {}
 
     def defines(self, path: str, key: bytes) -> bool:
-        """Whether ``key`` occurs in the library's symbol name tables (unreadable: True,
-        so that gdb decides)."""
-        identity = _identity(path)
-        if identity is None:
+        """Whether ``key`` occurs in the names of the library's symbols or DWARF (those of
+        its separate debug file included: a stripped library's static functions and real
+        names are only there). Unreadable: True, so that gdb decides."""
+        found = self._symbol_files(path)
+        if found is None:
             return True
+        identity, files = found
         known = self._known()
         entry = f"{identity} {key.decode('ascii', 'replace')}"
         if entry not in known:
-            known[entry] = _names_hold(path, key)
+            known[entry] = _names_hold(files, key)
             self._dirty = True
         return known[entry]
 
@@ -105,13 +117,40 @@ class LibraryFacts:
         keep_cached(self._cache, self._defines)
 
     def has_lines(self, path: str) -> bool:
-        """Whether the library has line tables (or points at separate debug info)."""
-        identity = _identity(path)
-        if identity is None:
+        """Whether the library has line tables, its own or a separate debug file's (or
+        debuginfod may bring them: it is on, and the library has a build id)."""
+        found = self._symbol_files(path)
+        if found is None:
             return True
+        identity, files = found
         if identity not in self._lines:
-            self._lines[identity] = _has_sections(path, _LINE_SECTIONS)
+            self._lines[identity] = any(
+                (section := facts.sections.get(name)) is not None and section.has_bytes
+                for _, facts in files for name in _LINE_SECTIONS) or self._may_download(files)
         return self._lines[identity]
+
+    def _may_download(self, files: list[tuple[Path, debugfiles.ElfFacts]]) -> bool:
+        """Whether debuginfod could bring the library's debug info (none found here)."""
+        return self.search.debuginfod_cache is not None and len(files) == 1 and files[0][1].build_id is not None
+
+    def _symbol_files(self, path: str) -> tuple[str, list[tuple[Path, debugfiles.ElfFacts]]] | None:
+        """The library's identity (with its debug files') and the files gdb reads for it;
+        None when the library cannot be read."""
+        library = _identity(path)
+        if library is None:
+            return None
+        if library not in self._files:
+            try:
+                files = debugfiles.symbol_files(Path(path), self.search)
+            except (OSError, ElfFormatError) as err:
+                log.info("symbol files of %s: %s", path, err)
+                self._files[library] = None
+            else:
+                identities = [_identity(str(file)) or str(file) for file, _ in files[1:]]
+                if self._may_download(files):
+                    identities.append("debuginfod")
+                self._files[library] = (" ".join([library, *identities]), files)
+        return self._files[library]
 
 
 def _identity(path: str) -> str | None:
@@ -123,31 +162,25 @@ def _identity(path: str) -> str | None:
     return f"{os.path.realpath(path)}:{status.st_dev}:{status.st_ino}:{status.st_mtime_ns}:{status.st_size}"
 
 
-def _names_hold(path: str, key: bytes) -> bool:
-    """Whether ``key`` occurs in the library's symbol name tables (True if they cannot be
-    read, or it has none: gdb then decides)."""
-    try:
-        with open(path, "rb") as handle:
-            sections = read_sections(handle)
-            ranges = [(found.offset, found.offset + found.size) for name in _NAME_SECTIONS
-                      if (found := sections.get(name)) is not None and found.type != SHT_NOBITS and found.size]
-            if not ranges:
-                return True
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return any(data.find(key, start, end) >= 0 for start, end in ranges)
-    except (OSError, ValueError) as err:
-        log.info("symbol names of %s: %s", path, err)
+def _names_hold(files: list[tuple[Path, debugfiles.ElfFacts]], key: bytes) -> bool:
+    """Whether ``key`` occurs in the name sections of ``files`` (the symbol tables first,
+    DWARF's strings only if they do not have it). True if one cannot be read or searched:
+    gdb then decides; so is a library without any name section."""
+    sections = [(file, facts.sections[name]) for pass_names in (_NAME_SECTIONS, _DWARF_NAME_SECTIONS)
+                for file, facts in files for name in pass_names
+                if name in facts.sections and facts.sections[name].has_bytes]
+    if not sections:
         return True
-
-
-def _has_sections(path: str, names: Iterable[str]) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            sections = read_sections(handle)
-    except (OSError, ElfFormatError) as err:
-        log.info("sections of %s: %s", path, err)
-        return True
-    return any(name in sections for name in names)
+    for file, section in sections:
+        try:
+            with open(file, "rb") as handle:
+                found = section_contains(handle, section, key)
+        except (OSError, ValueError) as err:
+            log.info("symbol names of %s: %s", file, err)
+            return True
+        if found is None or found:
+            return True
+    return False
 
 
 def added_libraries(payload: dict[str, Any]) -> list[str]:
@@ -164,28 +197,77 @@ def added_libraries(payload: dict[str, Any]) -> list[str]:
 def wanted(facts: LibraryFacts, path: str, specs: Iterable[BreakSpec], kernel_library: str | None) -> bool:
     """Whether library ``path`` can hold one of ``specs`` (``kernel_library``: the file name
     of the library operator breakpoints bind in, if any exist)."""
-    if kernel_library is not None and os.path.basename(path) == kernel_library:
-        return True
+    functions, other = reasons(facts, path, specs, kernel_library)
+    return other or bool(functions)
+
+
+def reasons(facts: LibraryFacts, path: str, specs: Iterable[BreakSpec],
+            kernel_library: str | None) -> tuple[list[BreakSpec], bool]:
+    """Why gdb should read library ``path``: the function specs whose names it holds, and
+    whether anything else needs it (a FILE:LINE with its line tables, an address, the
+    kernel library of operator breakpoints by name)."""
+    functions, other = [], kernel_library is not None and os.path.basename(path) == kernel_library
     for spec in specs:
         key = name_key(spec)
         if key is not None and facts.defines(path, key):
-            return True
-        if spec.is_line and facts.has_lines(path):
-            return True
-        if key is None and not spec.is_line and not spec.is_op:
-            return True  # an address or other location: let gdb look everywhere
-    return False
+            functions.append(spec)
+        elif spec.is_line and facts.has_lines(path):
+            other = True
+        elif key is None and not spec.is_line and not spec.is_op:
+            other = True  # an address or other location: let gdb look everywhere
+    return functions, other
+
+
+#: What a ``Binder`` did with a library's breakpoints.
+BOUND, ABSENT, UNKNOWN = "bound", "absent", "unknown"
+
+
+class Binder(Protocol):
+    """Function breakpoints bound by address at a library's load, in the stopped process
+    (``engine.address_breaks``), instead of gdb reading the library then."""
+
+    def bind(self, library: str, specs: list[BreakSpec]) -> str:
+        """Bind ``specs`` in ``library`` where gdb put them before: ``bound``, ``absent``
+        (gdb found none of them there), or ``unknown`` (gdb must read the library)."""
+
+    def learn(self, libraries: list[str], specs: list[BreakSpec]) -> None:
+        """gdb has just read ``libraries``: keep where it put ``specs`` there."""
 
 
 class SymbolReader:
     """Reads the symbols of the libraries a session's breakpoints can be in, as they load."""
 
-    def __init__(self, gdb: GdbMi) -> None:
+    def __init__(self, gdb: GdbMi, emit: Callable[[Event], None] | None = None) -> None:
         self._gdb = gdb
         self._facts = LibraryFacts(NAMES_CACHE)
         self.selective = True  # False: gdb reads every library (gdb before SELECTIVE_GDB)
-        #: gdb looked at the program's libraries while it ran (``read_all``): see ``on_load``.
-        self._listed_running = False
+        self._progress = ProgressWatch(emit or (lambda event: None), self.symbol_bytes)
+        self.deferred: list[str] = []  # libraries to read once the program runs again
+        #: Per gdb inferior ("i1"): the libraries the session has seen loaded there, and the
+        #: inferiors where gdb may have taken some into its list unseen (``read_running``).
+        self._seen: dict[str, set[str]] = {}
+        self._swept: set[str] = set()
+        #: Libraries read with DWARF that gdb's index cache has no entry for (``indexcache``).
+        self.unindexed: set[str] = set()
+
+    def search(self) -> debugfiles.Search:
+        """Where this gdb finds separate debug files."""
+        return self._facts.search
+
+    def symbol_bytes(self, path: str) -> tuple[int, bool]:
+        """Bytes of DWARF and symbol tables gdb reads for library ``path`` (its debug files'
+        too), and whether it has DWARF."""
+        return debugfiles.symbol_bytes(Path(path), self._facts.search)
+
+    def start(self) -> None:
+        """Look for separate debug files where this gdb does (its ``debug-file-directory``;
+        the debuginfod client's cache if the user turned debuginfod on)."""
+        try:
+            directories = str(self._gdb.command("-gdb-show debug-file-directory").get("value", ""))
+        except GdbCommandError as err:
+            log.info("gdb's debug directories: %s", err.gdb_message)
+            directories = ""
+        self._facts.search = debugfiles.Search.of_gdb(directories, self._gdb.debuginfod)
 
     def configure(self) -> None:
         """From now on gdb reads no library's symbols by itself and stops at each load,
@@ -199,50 +281,127 @@ class SymbolReader:
         self._gdb.console("mixdbg-fork-symbols")
         self._gdb.command("-gdb-set auto-solib-add off")
         self._gdb.command("-gdb-set stop-on-solib-events 1")
+        # what the debuggee has now (held at its gate, or stopped by the attach): seen
+        self._seen.setdefault("i1", set(self.listed()))
 
-    def on_load(self, added: Iterable[str], specs: list[BreakSpec], kernel_library: str | None) -> None:
-        """At a library-load stop: read the symbols of the new libraries ``wanted`` picks.
-        After ``read_all`` the stop may not name them all: gdb lists a library the program
-        is loading meanwhile (then unreadable: symbols not loaded), and does not report it
-        again when the load ends (seen once in some 20 sessions of geom_main.py: the
-        breakpoint in geom.so never bound, while its dependencies, listed later, were
-        read): the first load stop after it looks at every unread library."""
+    def on_load(self, added: Iterable[str], specs: list[BreakSpec], kernel_library: str | None,
+                binder: Binder | None = None) -> None:
+        """At a library-load stop: read the symbols of the new libraries ``wanted`` picks,
+        but those whose breakpoints ``binder`` binds where gdb put them before
+        (``read_deferred`` reads them); ``binder`` learns where gdb puts them in the others."""
         if not self.selective:
             return
         self._gdb.command("-gdb-set auto-solib-add off")  # on again if a fork child was created
-        if self._listed_running:
-            self._listed_running = False
-            self.read_unread(specs, kernel_library)
-            return
+        now, named, absent = [], [], []
         for path in added:
-            if wanted(self._facts, path, specs, kernel_library):
-                self.read(path)
+            functions, other = reasons(self._facts, path, specs, kernel_library)
+            bound = binder.bind(path, functions) if functions and not other and binder is not None else UNKNOWN
+            if bound == BOUND:
+                self.deferred.append(path)  # bound by address; gdb reads it while the program runs
+            elif bound == ABSENT:
+                absent.append(path)
+            elif functions or other:
+                now.append(path)
+                named += [spec for spec in functions if spec not in named]
+        if self.deferred:
+            # read with them: a library that names a function it does not define is most
+            # often its caller, in the stack of its stop, and gdb resolves the names once for
+            # both (librados read after libceph-common alone: 11 s more at the stop)
+            self.deferred += absent
+        self.read(*now)
+        if binder is not None and named:
+            binder.learn(now, named)
         self._facts.save()
 
-    def read(self, path: str) -> None:
-        """Read the symbols of loaded library ``path`` in the selected process (a console
-        command, not gdb's Python: only then does MI report the breakpoints it resolves)."""
+    def read_deferred(self, binder: Binder | None, specs: list[BreakSpec], inferior: str) -> None:
+        """Read the libraries whose breakpoints were bound by address at their load (the
+        program runs meanwhile: a stop in one waits for gdb to finish, then shows its
+        frames); ``binder`` checks its places against gdb's."""
+        deferred, self.deferred = self.deferred, []
+        if deferred:
+            self.read_running(inferior, *deferred)
+        if binder is not None and deferred:
+            binder.learn(deferred, [spec for spec in specs if name_key(spec) is not None])
+
+    def read_running(self, inferior: str, *paths: str) -> None:
+        """Read ``paths`` (every loaded library: none given) while the program runs in
+        ``inferior``. gdb re-reads the program's list of libraries for such a command (and
+        for a listing): one the program maps meanwhile is in gdb's list when its load stop
+        comes, and that stop reports no new library (measured: libtorch_python.so and
+        libtorch_cpu.so, loaded while gdb read _C.so, were never examined, and their
+        breakpoints never bound; so was, 4 runs in 6, a library loaded while gdb read every
+        library after the start). ``unseen`` finds them at the next stop there."""
+        self._swept.add(inferior)
+        if paths:  # in that process: gdb has selected whichever stopped last, meanwhile
+            self.read(*paths, inferior=inferior)
+            return
+        self._sharedlibrary(self.unread(), "sharedlibrary", inferior)
+
+    def swept(self, inferior: str) -> bool:
+        """Whether gdb may have taken libraries of ``inferior`` into its list unseen."""
+        return inferior in self._swept
+
+    def unseen(self, inferior: str, added: list[str]) -> list[str]:
+        """At a stop in ``inferior`` (the process stopped there): ``added`` and the loaded
+        libraries the session has not seen there, which gdb took in during a read while the
+        program ran. The first stop in a process only notes what it has."""
+        if inferior not in self._seen:
+            self._seen[inferior] = set(self.listed()) - set(added)
+        elif inferior in self._swept:
+            added = added + [path for path in self.listed() if path not in self._seen[inferior] and path not in added]
+        self._swept.discard(inferior)
+        self._seen[inferior].update(added)
+        return added
+
+    def read(self, *paths: str, inferior: str | None = None) -> None:
+        """Read the symbols of loaded libraries ``paths`` in process ``inferior`` (default:
+        the selected one), in one command: gdb re-resolves the breakpoints once after it,
+        not once per library (for a C++ constructor's name in librados and libceph-common,
+        read one by one, gdb expanded 6218 compilation units; read together, 2685). A
+        console command, not gdb's Python: only then does MI report the breakpoints it resolves."""
+        if not paths:
+            return
+        self._sharedlibrary(list(paths), "sharedlibrary " + r"\|".join(map(library_regex, paths)), inferior)
+
+    def _sharedlibrary(self, paths: list[str], command: str, inferior: str | None) -> None:
+        """Run ``command`` (a ``sharedlibrary``) reading ``paths`` in ``inferior``, with gdb's
+        index cache read but, for libraries not in it yet, not written (``indexcache``)."""
+        uncached = [path for path in paths if indexcache.uncached(path, self._facts.search)]
+        where = f" --thread-group {inferior}" if inferior else ""
         try:
-            self._gdb.console(f"sharedlibrary {library_regex(path)}", SLOW_COMMAND_TIMEOUT)
+            if uncached:
+                self._gdb.command("-gdb-set index-cache enabled off")
+                self.unindexed.update(uncached)
+            with self._progress.reading(paths):
+                self._gdb.command(f"-interpreter-exec{where} console {mi_quote(command)}", SLOW_COMMAND_TIMEOUT)
         except GdbCommandError as err:
-            log.info("reading the symbols of %s: %s", path, err.gdb_message)
+            log.info("reading the symbols of %s: %s", ", ".join(paths), err.gdb_message)
+        finally:
+            if uncached:
+                self._gdb.command("-gdb-set index-cache enabled on")
 
-    def read_all(self) -> None:
-        """Read the symbols of every loaded library not read yet (a stack or a step may
-        go through any of them; gdb may do it while the program runs)."""
-        self._gdb.console("sharedlibrary", SLOW_COMMAND_TIMEOUT)
-        self._listed_running = True
+    def read_all(self, inferior: str) -> None:
+        """Read the symbols of every loaded library not read yet, while the program runs in
+        ``inferior`` (a stack or a step may go through any of them; see ``read_running``)."""
+        self.read_running(inferior)
 
-    def read_unread(self, specs: list[BreakSpec], kernel_library: str | None) -> None:
-        """A breakpoint added later: read the loaded libraries it can be in that gdb has
-        not read yet."""
+    def listed(self) -> dict[str, bool]:
+        """The libraries gdb knows the selected process has loaded, and whether it has read
+        their symbols."""
         try:
             listed = self._gdb.command("-file-list-shared-libraries").get("shared-libraries", [])
         except GdbCommandError as err:
             log.info("listing libraries: %s", err.gdb_message)
-            return
-        for library in listed:
-            path = str(library.get("target-name", ""))
-            if path and library.get("symbols-loaded") == "0" and wanted(self._facts, path, specs, kernel_library):
-                self.read(path)
+            return {}
+        return {str(library["target-name"]): library.get("symbols-loaded") != "0" for library in listed
+                if library.get("target-name")}
+
+    def unread(self) -> list[str]:
+        """The loaded libraries whose symbols gdb has not read (in the selected process)."""
+        return [path for path, loaded in self.listed().items() if not loaded]
+
+    def read_unread(self, specs: list[BreakSpec], kernel_library: str | None) -> None:
+        """A breakpoint added later: read the loaded libraries it can be in that gdb has
+        not read yet."""
+        self.read(*[path for path in self.unread() if wanted(self._facts, path, specs, kernel_library)])
         self._facts.save()

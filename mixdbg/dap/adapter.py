@@ -26,6 +26,7 @@ from mixdbg.dap import inspection as _inspection  # noqa: F401
 from mixdbg.dap import lifecycle as _lifecycle  # noqa: F401
 from mixdbg.dap import memory as _memory  # noqa: F401
 from mixdbg.dap import python_steps as _python_steps  # noqa: F401
+from mixdbg.dap import sources as _sources  # noqa: F401
 from mixdbg.dap.cancel import CANCELLED, Requests
 from mixdbg.dap.ids import Handles
 from mixdbg.dap.output import OutputFiles
@@ -44,6 +45,7 @@ from mixdbg.events import (
     Notice,
     ProcessFollowed,
     ProgramOutput,
+    Progress,
     Stopped,
 )
 from mixdbg.session import Session, SessionEnded
@@ -272,6 +274,24 @@ class Adapter:
             self.say(event.text if event.text.endswith("\n") else event.text + "\n")
         elif isinstance(event, Detached):
             self.say(f"mixdbg: detached from PID {event.pid} ({event.reason}); it runs on")
+        elif isinstance(event, Progress):
+            self._progress(event)
+
+    def _progress(self, event: Progress) -> None:
+        """A slow symbol read (reported from the progress watcher's thread: only the
+        connection, which is locked, is used): progressStart/Update/End where the client
+        reports progress (VS Code: a notification), else a line in the debug console at its
+        start and end."""
+        if not self.client.get("supportsProgressReporting"):
+            if event.phase != "update":
+                self.say(f"mixdbg: {event.title}: {event.message}")
+        elif event.phase == "start":
+            self.connection.event("progressStart", {"progressId": event.id, "title": event.title,
+                                                    "message": event.message, "cancellable": False})
+        elif event.phase == "update":
+            self.connection.event("progressUpdate", {"progressId": event.id, "message": event.message})
+        else:
+            self.connection.event("progressEnd", {"progressId": event.id, "message": event.message})
 
     def agent_message(self, pid: int, message: dict[str, Any]) -> None:
         """What an agent sends besides stops (on the agents' reader thread): logpoint
@@ -329,7 +349,7 @@ class Adapter:
     def _breakpoint_changed(self, event: BreakpointChanged) -> None:
         number = int(event.body.get("id", 0))
         dap_id = self.breakpoints.dap_id.get(number)
-        if dap_id is None or event.deleted:
+        if dap_id is None or event.deleted or not event.news:
             return
         self.connection.event("breakpoint", {"reason": "changed", "breakpoint": _breakpoints.describe(dap_id, event.body)})
 

@@ -13,6 +13,7 @@ from mixdbg.engine.agents import PythonBreakpoint
 from mixdbg.errors import GdbExitedError, MixdbgError
 from mixdbg.gdbmi import GdbCommandError
 from mixdbg.session import Session
+from mixdbg.sources import local_file, missing_reason
 
 if TYPE_CHECKING:
     from mixdbg.dap.adapter import Adapter
@@ -30,8 +31,12 @@ def describe(dap_id: int, body: dict[str, Any]) -> dict[str, Any]:
     located = [loc for loc in body.get("locations", []) if loc.get("line")]
     if located:
         result["line"] = int(located[0]["line"])
-        if located[0].get("file"):
-            result["source"] = {"name": Path(located[0]["file"]).name, "path": located[0]["file"]}
+        local = local_file(located[0].get("file"))
+        if local is not None:
+            result["source"] = {"name": Path(local).name, "path": local}
+        elif located[0].get("file"):  # named by the debug info, not here: no path to open
+            result["source"] = {"name": Path(located[0]["file"]).name, "presentationHint": "deemphasize",
+                                "origin": missing_reason(located[0]["file"])}
     if body.get("pending"):
         result["message"] = OPERATOR_PENDING if str(body.get("spec", "")).startswith("op:") else PENDING
     elif body.get("hint"):
@@ -134,7 +139,7 @@ def _hit_condition(session: Session, number: int, text: str | None) -> None:
     if not digits.isdigit():
         raise DapError(f"hit condition {text!r}: C/C++ breakpoints take a number N (stop from the Nth hit)")
     try:
-        session.gdb.command(f"-break-after {number} {max(int(digits) - 1, 0)}")
+        session.table.ignore(number, max(int(digits) - 1, 0))
     except GdbCommandError as err:
         raise DapError(f"hit condition {text!r}: {err.gdb_message}") from None
 

@@ -16,6 +16,7 @@ from mixdbg.errors import MixdbgError
 from mixdbg.gdbmi import GdbCommandError
 from mixdbg.pytorch import tensors
 from mixdbg.session import Session
+from mixdbg.sources import local_file, missing_reason
 from mixdbg.stack import Frame, MixedStack
 
 if TYPE_CHECKING:
@@ -94,8 +95,14 @@ def _frame(adapter: Adapter, thread: int, index: int, frame: Frame, cwd: str,
     if frame.pc:
         result["instructionPointerReference"] = frame.pc
     library = Path(frame.library or "??").name
-    if frame.file and frame.line and os.path.isfile(frame.file):
-        result["source"] = {"name": Path(frame.file).name, "path": frame.file}
+    local = local_file(frame.file, (cwd,)) if frame.line else None
+    if local is not None:
+        result["source"] = {"name": Path(local).name, "path": local}
+    elif frame.file and frame.line and not is_glue(frame):
+        # debug info naming a file that is not here: say so, keep the line and the disassembly
+        # (not for the interpreter's and bindings' frames: an editor would open them first)
+        result["source"] = {"name": Path(frame.file).name, "presentationHint": "deemphasize",
+                            "origin": missing_reason(frame.file)}
     else:
         result["name"] = f"{library}!{frame.function}"
     if index > 0 and (is_glue(frame) or not is_user_native(frame)):  # the stop's own frame stays in view

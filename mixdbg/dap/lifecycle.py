@@ -19,8 +19,10 @@ from mixdbg.dap.registry import CAPABILITIES, request
 from mixdbg.dap.terminal import TerminalRequest
 from mixdbg.engine.agents import AgentHub
 from mixdbg.engine.gdb_boot import GdbAhead
+from mixdbg.errors import MixdbgError
 from mixdbg.proctree import FOLLOW_NONE
 from mixdbg.session import Session
+from mixdbg.sources import SourceMap, rules_of
 
 if TYPE_CHECKING:
     from mixdbg.dap.adapter import Adapter
@@ -79,13 +81,24 @@ def _target(arguments: dict[str, Any]) -> attach.Target:
     return attach.Target("module", str(module), args) if module else attach.Target("script", str(program), args)
 
 
+def _source_map(arguments: dict[str, Any], cwd: str | None) -> SourceMap:
+    """The launch's or attach's ``sourceMap``, and the debuggee's working directory for
+    relative source names."""
+    try:
+        rules = rules_of(arguments.get("sourceMap") or {})
+    except MixdbgError as err:
+        raise DapError(err.message) from None
+    return SourceMap(rules, (cwd,) if cwd else ())
+
+
 def _new_session(adapter: Adapter, arguments: dict[str, Any], python: str, hub: AgentHub | None,
-                 while_gdb_boots: Callable[[], None] | None = None) -> Session:
-    gdb = arguments.get("gdb")
+                 sources: SourceMap, while_gdb_boots: Callable[[], None] | None = None) -> Session:
+    gdb, debuginfod = arguments.get("gdb"), bool(arguments.get("debuginfod", False))
     session = Session(adapter.on_event, auto_continue=False, gdb=gdb, python=python,
                       max_frames=MAX_FRAMES,
                       follow=str(arguments.get("follow", "python")), hub=hub, items=adapter.queue,
-                      eager_stacks=False, ahead=adapter.gdb_ahead.take(gdb) if adapter.gdb_ahead else None)
+                      eager_stacks=False, debuginfod=debuginfod, sources=sources,
+                      ahead=adapter.gdb_ahead.take(gdb, debuginfod) if adapter.gdb_ahead else None)
     adapter.session = session
     session.start_gdb(while_gdb_boots)
     return session
@@ -120,6 +133,7 @@ def _launch_checked(adapter: Adapter, arguments: dict[str, Any], checking: _Chec
     target = _target(arguments)
     cwd = str(arguments.get("cwd") or os.getcwd())
     attach.check_target(target, cwd)
+    sources = _source_map(arguments, cwd)
     python = str(arguments.get("python") or sys.executable)
     if arguments.get("noDebug"):
         checking.result()  # it runs at once: nothing runs unchecked
@@ -143,7 +157,7 @@ def _launch_checked(adapter: Adapter, arguments: dict[str, Any], checking: _Chec
         adapter.launched = True
         adapter.terminate_on_end = True
 
-    session = _new_session(adapter, arguments, python, hub, while_gdb_boots=start_program)
+    session = _new_session(adapter, arguments, python, hub, sources, while_gdb_boots=start_program)
     debuggee = adapter.debuggee
     assert debuggee is not None  # start_program ran
     checking.result()
@@ -248,13 +262,22 @@ def attach_request(adapter: Adapter, arguments: dict[str, Any]) -> None:
     if not raw.isdigit():
         raise DapError(f"attach needs a numeric 'processId', not {raw!r}")
     pid, how = attach.resolve_debuggee(int(raw))
-    session = _new_session(adapter, arguments, os.path.realpath(f"/proc/{pid}/exe"), None)
+    sources = _source_map(arguments, _cwd_of(pid))
+    session = _new_session(adapter, arguments, os.path.realpath(f"/proc/{pid}/exe"), None, sources)
     session.pid = pid
     session.attach(pid)
     adapter.say(f"mixdbg: {how}")
     adapter.connection.event("process", {"name": " ".join(attach.command_line(pid)), "systemProcessId": pid,
                                          "isLocalProcess": True, "startMethod": "attach"})
     adapter.connection.event("initialized")
+
+
+def _cwd_of(pid: int) -> str | None:
+    """The working directory of a process we attach to (where its relative paths start)."""
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
 
 
 @request("configurationDone")

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from mixdbg.breakpoints import Breakpoint, BreakSpec, locations_from_mi, parse_spec
+from mixdbg.breakpoints import Breakpoint, BreakSpec, Location, locations_from_mi, parse_spec
+from mixdbg.engine.address_breaks import AddressBreakpoints, library_at
 from mixdbg.errors import UsageError
 from mixdbg.events import BreakpointChanged, Event, Notice
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi
 from mixdbg.proctree import ProcessTree
 from mixdbg.pytorch.catalogue import KERNEL_LIBRARY
-from mixdbg.pytorch.opbreaks import OperatorBreakpoints
+from mixdbg.pytorch.opbreaks import OperatorBreakpoints, copied_pairs
 from mixdbg.pytorch.registered import LayoutOf
-from mixdbg.solibs import SymbolReader
+from mixdbg.solibs import ABSENT, BOUND, UNKNOWN, Binder, SymbolReader
 
 
 class BreakpointTable:
@@ -37,9 +38,11 @@ class BreakpointTable:
         self.pid = pid
         self.items: dict[int, Breakpoint] = {}
         self.throw_catch: int | None = None  # gdb's C++ throw catchpoint, when asked for
+        self._reported: dict[int, tuple[object, list[int]]] = {}  # each breakpoint's last event: state, pids
         self._trap_specs: list[BreakSpec] = []
         self.ops = OperatorBreakpoints(gdb, self._insert, demangle, tree.inferior_of, python, by_address=by_address,
                                        layout_of=layout_of)
+        self.addresses = AddressBreakpoints(gdb, self._insert, tree.inferior_of, by_address)
 
     def add(self, spec: BreakSpec, announce: bool = True, enabled: bool = True) -> Breakpoint:
         """Create a breakpoint (pending until a library defines it) and report it, now or
@@ -58,9 +61,8 @@ class BreakpointTable:
             breakpoint = Breakpoint(number=int(bkpt["number"]), spec=spec, locations=locations_from_mi(bkpt))
             self._give_hint(breakpoint)
         self.items[breakpoint.number] = breakpoint
-        self._disable_plt(breakpoint)
         if announce:
-            self.emit(self.event(breakpoint))
+            self.report(breakpoint)
         return breakpoint
 
     def insert_trap(self, function: str) -> int:
@@ -83,51 +85,92 @@ class BreakpointTable:
         bkpt: dict[str, Any] = result["bkpt"]
         return bkpt
 
+    def binder(self, pid: int) -> Binder:
+        """Function breakpoints bound at the addresses gdb found before, in process ``pid``
+        (stopped at a library's load; ``engine.address_breaks``)."""
+        return _ProcessBinder(self, pid)
+
+    def function_breakpoints(self, specs: list[BreakSpec]) -> list[Breakpoint]:
+        """The session's breakpoints on function names among ``specs``."""
+        return [b for b in self.items.values() if not b.spec.is_op and b.spec in specs]
+
+    def ignore(self, number: int, count: int) -> None:
+        """Let breakpoint ``number`` pass its first ``count`` hits (an editor's hit
+        condition). gdb counts per gdb breakpoint, so such a breakpoint is never bound by
+        address (``engine.address_breaks``): the name's own breakpoint counts every hit."""
+        self.gdb.command(f"-break-after {number} {count}")
+        self.items[number].ignore_count = count
+
     def bind_operators(self, pid: int, libraries: list[str]) -> None:
         """In process ``pid``, stopped where ``libraries`` loaded: bind the operator
         breakpoints there (those outside aten once the load returns: ``after_load``)."""
         for breakpoint in self.ops.bind(pid, self.items):
-            self.emit(self.event(breakpoint))
+            self.report(breakpoint)
         self.ops.arm(pid, libraries)
 
     def bind_registered(self, pid: int) -> None:
         """Attached to process ``pid``: bind the operators outside aten it registered already."""
         for breakpoint in self.ops.bind_registered(pid, self.items):
-            self.emit(self.event(breakpoint))
+            self.report(breakpoint)
 
     def after_load(self, gdb_number: int) -> bool:
         """Whether gdb stopped where a library load returned (``bind_operators``); the
         operators it registered are bound then."""
         changed = self.ops.after_load(gdb_number, self.items)
         for breakpoint in changed or []:
-            self.emit(self.event(breakpoint))
+            self.report(breakpoint)
         return changed is not None
 
     def on_console(self, text: str) -> None:
-        """A line of gdb's console stream: gdb's helper may have bound operator kernels in a
-        fork child."""
-        for breakpoint in self.ops.on_console(text, self.items):
-            self.emit(self.event(breakpoint))
+        """A line of gdb's console stream: gdb's helper may have copied operator kernels
+        and address breakpoints to a fork child."""
+        changed = self.ops.on_console(text, self.items, foreign=self.addresses.owned())
+        for home, original, copy in copied_pairs(text):
+            adopted = self.addresses.adopt(original, copy, home, self.items)
+            if adopted is not None and all(known is not adopted for known in changed):
+                changed.append(adopted)
+        for breakpoint in changed:
+            self.report(breakpoint)
 
     def enable_all(self) -> None:
         """Enable every breakpoint (inserted disabled while the debuggee started up)."""
-        numbers = [n for breakpoint in self.items.values() for n in self.ops.gdb_numbers(breakpoint)]
+        numbers = [n for breakpoint in self.items.values() for n in self._gdb_numbers(breakpoint)]
         if numbers:
             self.gdb.command("-break-enable " + " ".join(map(str, numbers)))
 
     def announce_all(self) -> None:
         """Report every breakpoint's current state."""
         for breakpoint in self.items.values():
-            self.emit(self.event(breakpoint))
+            self.report(breakpoint, again=True)
+
+    def report(self, breakpoint: Breakpoint, deleted: bool = False, again: bool = False) -> bool:
+        """Send ``breakpoint``'s event if what it stops at changed since the last one
+        (``Breakpoint.what_matters``), or only the processes it is in (the event is then not
+        news: ``--json`` shows it, people and editors are not told), or it was deleted, or
+        ``again``; True if what it stops at changed."""
+        self._give_hint(breakpoint)
+        event = self.event(breakpoint, deleted)
+        state = breakpoint.what_matters()
+        last = self._reported.get(breakpoint.number)
+        news = deleted or again or last is None or last[0] != state
+        if deleted:
+            self._reported.pop(breakpoint.number, None)
+        elif not news and last is not None and last[1] == event.body["pids"]:
+            return False
+        else:
+            self._reported[breakpoint.number] = (state, event.body["pids"])
+        self.emit(BreakpointChanged(event.body, deleted, news))
+        return news
 
     def delete(self, number: int) -> None:
         """Delete one of the session's breakpoints."""
         breakpoint = self.items.pop(number, None)
         if breakpoint is None:
             raise UsageError(f"no breakpoint {number}")
-        self.gdb.command("-break-delete " + " ".join(map(str, self.ops.gdb_numbers(breakpoint))))
+        self.gdb.command("-break-delete " + " ".join(map(str, self._gdb_numbers(breakpoint))))
         self.ops.forget(breakpoint)
-        self.emit(self.event(breakpoint, deleted=True))
+        self.addresses.forget(breakpoint)
+        self.report(breakpoint, deleted=True)
 
     def catch_throw(self, enabled: bool) -> None:
         """Stop wherever C++ code throws (reported as an ``exception``), or no longer."""
@@ -138,47 +181,45 @@ class BreakpointTable:
             self.throw_catch = None
 
     def owner(self, gdb_number: int) -> Breakpoint | None:
-        """The breakpoint a gdb breakpoint number belongs to (an operator has many)."""
-        return self.items.get(self.ops.owner(gdb_number))
+        """The breakpoint a gdb breakpoint number belongs to (an operator has many, a
+        function one per process it was bound in by address)."""
+        by_address = self.addresses.owner(gdb_number)
+        return self.items.get(by_address if by_address is not None else self.ops.owner(gdb_number))
+
+    def _gdb_numbers(self, breakpoint: Breakpoint) -> list[int]:
+        """Every gdb breakpoint standing for ``breakpoint``."""
+        return self.ops.gdb_numbers(breakpoint) + self.addresses.gdb_numbers(breakpoint)
 
     def event(self, breakpoint: Breakpoint, deleted: bool = False) -> BreakpointChanged:
         """A breakpoint's event, with the pids of the processes it has a location in."""
         inferiors = {inferior for loc in breakpoint.real_locations for inferior in loc.inferiors}
-        return BreakpointChanged({**breakpoint.to_json(), "pids": self.tree.pids_of(inferiors)}, deleted)
-
-    def _disable_plt(self, breakpoint: Breakpoint) -> None:
-        stubs = breakpoint.plt_to_disable()
-        if stubs:
-            self.gdb.command("-break-disable " + " ".join(stubs))
-            breakpoint.locations = [
-                loc if loc.number not in stubs else type(loc)(**{**loc.__dict__, "enabled": False})
-                for loc in breakpoint.locations
-            ]
+        pids = self.tree.pids_of(inferiors)
+        body = breakpoint.to_json()
+        for location in body["locations"]:  # gdb names no function there: say which library it is in
+            if not location["function"] and location["address"]:
+                location["library"] = library_at(pids[0] if pids else self.pid(), int(location["address"], 16))
+        return BreakpointChanged({**body, "pids": pids}, deleted)
 
     def on_changed(self, message: str, payload: dict[str, Any]) -> None:
         """gdb's ``=breakpoint-modified`` (it re-resolved a breakpoint: a library loaded, a
         process came or went) or ``=breakpoint-deleted`` (it deleted one by itself: the
         kernels of a process that exec'd)."""
         if message == "breakpoint-deleted":
-            dropped = self.ops.dropped(int(payload["id"]), self.items)
+            number = int(payload["id"])
+            dropped = self.ops.dropped(number, self.items) or self.addresses.dropped(number, self.items)
             if dropped is not None:
-                self.emit(self.event(dropped))
+                self.report(dropped)
             return
         bkpt = payload["bkpt"]
         number = int(bkpt["number"])
         breakpoint = self.owner(number)
         if breakpoint is None or self.ops.is_catchpoint(number):  # an operator's load catch: no place
             return
-        before = _reported_state(breakpoint)
-        breakpoint.set_locations(number, locations_from_mi(bkpt))
-        self._disable_plt(breakpoint)
-        self._give_hint(breakpoint)
-        if _reported_state(breakpoint) != before:
-            self.emit(self.event(breakpoint))
-            if breakpoint.invalid_condition:
-                self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
-                                            f"'{breakpoint.spec.condition}' at some locations; "
-                                            "they are disabled"))
+        breakpoint.set_locations(number, keep_names(locations_from_mi(bkpt), breakpoint.addressed.get(number, [])))
+        if self.report(breakpoint) and breakpoint.invalid_condition:
+            self.emit(Notice("warning", f"breakpoint {breakpoint.number}: gdb cannot evaluate "
+                                        f"'{breakpoint.spec.condition}' at some locations; "
+                                        "they are disabled"))
 
     def _give_hint(self, breakpoint: Breakpoint) -> None:
         """Once resolved: the hint for an ``at::native::`` function that is an operator. Not
@@ -196,10 +237,40 @@ class BreakpointTable:
                                     "never resolved: no loaded library defines it"))
 
 
-def _reported_state(breakpoint: Breakpoint) -> object:
-    """What a change must alter for a ``breakpoint`` event. An operator's kernels re-bind one
-    by one when torch loads: it is reported when it binds first and when all are bound,
-    not at each of dozens of steps."""
-    if breakpoint.targets:
-        return breakpoint.resolution
-    return breakpoint.to_json(), breakpoint.invalid_condition
+def keep_names(locations: list[Location], before: list[Location]) -> list[Location]:
+    """An address breakpoint's new locations, each keeping the function name it had where
+    gdb (not having read the library) gives none."""
+    names = {location.address: location.function for location in before}
+    return [location if location.function or not names.get(location.address) else
+            Location(location.number, location.address, names[location.address], location.file, location.line,
+                     location.enabled, location.condition_invalid, location.inferiors) for location in locations]
+
+
+class _ProcessBinder:
+    """A ``solibs.Binder`` for one process: the table's breakpoints there."""
+
+    def __init__(self, table: BreakpointTable, pid: int) -> None:
+        self._table = table
+        self._pid = pid
+
+    def bind(self, library: str, specs: list[BreakSpec]) -> str:
+        """Put ``specs`` where gdb put them in ``library`` before (see ``solibs.Binder``)."""
+        places = self._table.addresses.known(library, specs)
+        if places is None or any(b.ignore_count for b in self._table.function_breakpoints(specs)):
+            return UNKNOWN
+        if not any(places.values()):
+            return ABSENT
+        for breakpoint in self._table.addresses.bind(self._pid, library, places,
+                                                     self._table.function_breakpoints(specs)):
+            self._table.report(breakpoint)
+        return BOUND
+
+    def learn(self, libraries: list[str], specs: list[BreakSpec]) -> None:
+        """Keep where gdb put ``specs`` in ``libraries``; drop address breakpoints gdb's places no longer include."""
+        stale = self._table.addresses.learn(self._pid, libraries, self._table.function_breakpoints(specs))
+        if stale:
+            self._table.gdb.command("-break-delete " + " ".join(map(str, stale)))
+            for number in stale:
+                dropped = self._table.addresses.dropped(number, self._table.items)
+                if dropped is not None:
+                    self._table.report(dropped)

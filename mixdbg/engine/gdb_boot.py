@@ -56,13 +56,14 @@ class GdbAhead:
         except DebuggerError as err:  # said when its session waits for it
             self._failed = err
 
-    def take(self, gdb: str | None) -> GdbAhead | None:
+    def take(self, gdb: str | None, debuginfod: bool = False) -> GdbAhead | None:
         """This gdb, for a session that asks for ``gdb`` (a path or name, None for mixdbg's
-        choice: see ``gdbpath``); None when that is another gdb (this one is ended)."""
+        choice: see ``gdbpath``); None when that is another gdb, or the session turns
+        debuginfod on (set as gdb starts; this one started without it): this one is ended."""
         if self._taken:
             return None
         self._taken = True
-        if os.path.realpath(find_gdb(gdb)) == os.path.realpath(self.gdb.path):
+        if not debuginfod and os.path.realpath(find_gdb(gdb)) == os.path.realpath(self.gdb.path):
             return self
         self._end()
         return None

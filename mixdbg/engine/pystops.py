@@ -32,6 +32,7 @@ class PythonStops:
         self.live_pids = live_pids
         #: Processes whose agent must apply something before the program runs on.
         self.pending: set[int] = set()
+        self._places: dict[int, tuple[str, int]] = {}  # every breakpoint id given: its file and line
 
     def alive(self) -> dict[int, int]:
         """The live processes that have an agent, and its shared block's address."""
@@ -54,6 +55,8 @@ class PythonStops:
         stopped for that (the agents read configuration only when told to)."""
         if self.hub is None:
             return False
+        for path, lines in (changes.get("breakpoints") or {}).items():
+            self._places.update({breakpoint.id: (path, breakpoint.line) for breakpoint in lines})
         self.hub.configure(**changes)
         self.pending.update(self.alive())
         return self.hub.released
@@ -114,14 +117,18 @@ class PythonStops:
         return body
 
     def withdrawn(self, message: dict[str, Any]) -> bool:
-        """Whether a Python stop is for breakpoints that were all removed since it was hit:
-        a thread that trapped while gdb stopped the tree is reported only when the tree
-        resumes, after the user removed them (gdb drops such native stops too)."""
+        """Whether a Python stop is for breakpoints that were all removed since it was hit,
+        none of them replaced by one at its line: a thread that trapped while gdb stopped the
+        tree is reported only when the tree resumes, after the user removed them (gdb drops
+        such native stops too)."""
         hit = message.get("breakpoints") or []
         if self.hub is None or message.get("reason") != "breakpoint" or not hit:
             return False
         current = {b.id for lines in self.hub.config.breakpoints.values() for b in lines}
-        return not current.intersection(hit)
+        # an editor gives a file's breakpoints new ids whenever one of them changes: a hit of
+        # a breakpoint replaced by one at the same line is the new one's, never withdrawn
+        places = {(path, b.line) for path, lines in self.hub.config.breakpoints.items() for b in lines}
+        return not current.intersection(hit) and not any(self._places.get(number) in places for number in hit)
 
     def is_reply_for(self, stop: StopPoint | None, mailbox: agents.Mailbox) -> bool:
         """Whether a trapped reply is the one the current Python stop waits for."""

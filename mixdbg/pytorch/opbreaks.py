@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Container
 from pathlib import Path
 from typing import Any, Callable
 
@@ -56,6 +57,17 @@ PER_PROCESS_GDB = 15
 #: Where kernels are bound when gdb has no per-process breakpoints: once, for every process.
 ANY_PROCESS = "*"
 _COPIED = re.compile(r"^mixdbg-kernels-copied (\d+)((?: \d+:\d+)*)\s*$")
+
+
+def copied_pairs(text: str) -> list[tuple[str, int, int]]:
+    """(inferior, original, copy) for each breakpoint gdb's helper copied to a fork child,
+    from its console line ``mixdbg-kernels-copied INFERIOR PARENT:COPY...`` (any other: none)."""
+    match = _COPIED.match(text.strip())
+    if match is None:
+        return []
+    home = f"i{match.group(1)}"
+    pairs = [pair.split(":") for pair in match.group(2).split()]
+    return [(home, int(original), int(copy)) for original, copy in pairs]
 
 
 class OperatorBreakpoints:
@@ -217,18 +229,17 @@ class OperatorBreakpoints:
         self._bound.setdefault(breakpoint.number, set()).add(home)
         breakpoint.targets[gdb_number] = overload
 
-    def on_console(self, text: str, breakpoints: dict[int, Breakpoint]) -> list[Breakpoint]:
+    def on_console(self, text: str, breakpoints: dict[int, Breakpoint],
+                   foreign: Container[int] = ()) -> list[Breakpoint]:
         """gdb's helper gave a fork child copies of its parent's kernels (its console line
         ``mixdbg-kernels-copied INFERIOR PARENT:COPY...``): record them as the parent's are
-        (or delete them: the breakpoint was deleted meanwhile); the breakpoints that changed."""
-        match = _COPIED.match(text.strip())
-        if match is None:
-            return []
-        home = f"i{match.group(1)}"
+        (or delete them: the breakpoint was deleted meanwhile); the breakpoints that changed.
+        Copies of ``foreign`` breakpoints (bound by address for function specs) are another's."""
         changed: list[Breakpoint] = []
         orphans: list[int] = []
-        for pair in match.group(2).split():
-            original, copy = (int(number) for number in pair.split(":"))
+        for home, original, copy in copied_pairs(text):
+            if original in foreign:
+                continue
             breakpoint = breakpoints.get(self._owners.get(original, -1))
             if breakpoint is None:
                 orphans.append(copy)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mixdbg import debuginfo
+from mixdbg import debugfiles, debuginfo
 from mixdbg.errors import DataError, NotFoundError
 
 SOURCE = """\
@@ -108,7 +108,7 @@ def test_separate_debug_file_found_by_debuglink(tmp_path: Path) -> None:
 def test_debuglink_candidates_follow_gdb_rules(tmp_path: Path) -> None:
     library = tmp_path / "usr" / "lib" / "libx.so"
     root = tmp_path / "dbg"
-    candidates = debuginfo.separate_debug_candidates(library, "abcdef", "libx.so.debug", root)
+    candidates = debugfiles.candidates(library, "abcdef", "libx.so.debug", debugfiles.Search((root,)))
     assert candidates == [
         root / ".build-id" / "ab" / "cdef.debug",
         library.parent / "libx.so.debug",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ctypes.util
 import glob
 import os
+import shutil
+import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -13,17 +15,20 @@ from pathlib import Path
 import pytest
 from conftest import CExtension
 from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
+from elftools.elf.sections import NoteSection, SymbolTableSection
 
 from mixdbg.elfsections import (
+    SHF_COMPRESSED,
     SHT_NOBITS,
     ElfFormatError,
     build_id,
     dynamic_symbols,
     first_load_bias,
     is_relocated,
+    link_name,
     needed_libraries,
     read_sections,
+    section_contains,
 )
 
 
@@ -102,3 +107,36 @@ def test_build_id_and_needed_libraries_are_those_pyelftools_reads(which: str, ce
     with path.open("rb") as stream:
         assert build_id(stream) == expected_id
         assert needed_libraries(stream) == expected_needed
+
+
+def test_build_id_and_debuglink_are_those_pyelftools_reads(cext: CExtension, tmp_path: Path) -> None:
+    # Given the test extension with a debuglink added (objcopy writes it as packagers do)
+    objcopy = shutil.which("objcopy") or pytest.skip("objcopy is not installed")
+    linked = tmp_path / cext.library.name
+    (tmp_path / "ext.debug").write_bytes(b"")
+    subprocess.run([objcopy, "--add-gnu-debuglink=ext.debug", str(cext.library), str(linked)], check=True,
+                   cwd=tmp_path, timeout=60)
+    with linked.open("rb") as stream:
+        notes = [note for section in ELFFile(stream).iter_sections() if isinstance(section, NoteSection)
+                 for note in section.iter_notes() if note["n_type"] == "NT_GNU_BUILD_ID"]
+    # Then the build id and the link name are read
+    with linked.open("rb") as stream:
+        sections = read_sections(stream)
+        assert build_id(stream, sections) == (notes[0]["n_desc"] if notes else None)
+        assert link_name(stream, sections, ".gnu_debuglink") == "ext.debug"
+        assert link_name(stream, sections, ".gnu_debugaltlink") is None
+
+
+@pytest.mark.parametrize("key", [b"native_step", b"mixdbg_testext.c", b"no_such_name_anywhere", b"int"])
+def test_a_compressed_section_is_searched_as_the_plain_one(cext: CExtension, tmp_path: Path, key: bytes) -> None:
+    # Given the extension's DWARF, plain and zlib-compressed (as Debian's debug files have it)
+    objcopy = shutil.which("objcopy") or pytest.skip("objcopy is not installed")
+    compressed = tmp_path / "compressed.so"
+    subprocess.run([objcopy, "--compress-debug-sections=zlib", str(cext.library), str(compressed)], check=True,
+                   timeout=60)
+    with cext.library.open("rb") as plain, compressed.open("rb") as packed:
+        plain_str, packed_str = read_sections(plain)[".debug_str"], read_sections(packed)[".debug_str"]
+        assert packed_str.flags & SHF_COMPRESSED and not plain_str.flags & SHF_COMPRESSED
+        # Then a name is found in both, or in neither
+        assert section_contains(packed, packed_str, key) == section_contains(plain, plain_str, key)
+        assert section_contains(plain, plain_str, key) == (key in ELFFile(plain).get_section_by_name(".debug_str").data())

@@ -13,6 +13,8 @@ import pytest
 from conftest import CExtension
 
 from mixdbg.breakpoints import parse_spec
+from mixdbg.debugfiles import Search
+from mixdbg.elfsections import build_id, read_sections
 from mixdbg.solibs import LibraryFacts, added_libraries, name_key, wanted
 
 
@@ -91,3 +93,50 @@ def test_which_names_a_library_holds_is_kept_for_later_sessions(cext: CExtension
     os.utime(library, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     assert not LibraryFacts(cache).defines(str(library), b"native_step")
     assert LibraryFacts(None).defines(str(library), b"native_stop")
+
+
+def _shipped(library: Path, directory: Path, debuglink: bool) -> tuple[Path, Path]:
+    """A copy of ``library`` as packages ship it: stripped, its DWARF and symbol table in a
+    debug file under ``directory/debug/.build-id`` (and named by a debuglink if asked);
+    the copy and the debug root."""
+    objcopy = shutil.which("objcopy") or pytest.skip("objcopy is not installed")
+    strip = shutil.which("strip") or pytest.skip("strip is not installed")
+    shipped, debug = directory / library.name, directory / "split.debug"
+    shutil.copy(library, shipped)
+    subprocess.run([objcopy, "--only-keep-debug", "--compress-debug-sections", str(shipped), str(debug)],
+                   check=True, timeout=60)
+    subprocess.run([strip, "--strip-unneeded", str(shipped)], check=True, timeout=60)
+    if debuglink:
+        subprocess.run([objcopy, "--add-gnu-debuglink=split.debug", str(shipped)], check=True, timeout=60,
+                       cwd=directory)
+    with shipped.open("rb") as stream:
+        build = build_id(stream, read_sections(stream))
+    assert build is not None
+    root = directory / "debug"
+    by_id = root / ".build-id" / build[:2] / f"{build[2:]}.debug"
+    by_id.parent.mkdir(parents=True)
+    shutil.move(debug, by_id)
+    return shipped, root
+
+
+def test_a_stripped_librarys_debug_file_found_by_build_id_counts(cext: CExtension, tmp_path: Path) -> None:
+    # Given the extension stripped, its DWARF only in a build-id file (no debuglink)
+    shipped, root = _shipped(cext.library, tmp_path, debuglink=False)
+    without = LibraryFacts()
+    with_root = LibraryFacts(search=Search((root,)))
+    # Then FILE:LINE and the static function's name (only in the debug file) read it,
+    # once gdb's debug directory is the one holding the file; a name in neither does not
+    line, static = [parse_spec("mixdbg_testext.c:10")], [parse_spec("native_loop")]
+    assert not wanted(without, str(shipped), line, None) and not wanted(without, str(shipped), static, None)
+    assert wanted(with_root, str(shipped), line, None) and wanted(with_root, str(shipped), static, None)
+    assert not wanted(with_root, str(shipped), [parse_spec("no_such_function_here")], None)
+
+
+def test_debuginfod_makes_a_library_with_a_build_id_worth_reading(cext: CExtension, tmp_path: Path) -> None:
+    # Given a stripped library whose debug file is nowhere here
+    shipped, root = _shipped(cext.library, tmp_path, debuglink=False)
+    shutil.rmtree(root)
+    line = [parse_spec("mixdbg_testext.c:10")]
+    # Then FILE:LINE reads it only when debuginfod may fetch its DWARF
+    assert not wanted(LibraryFacts(search=Search((root,))), str(shipped), line, None)
+    assert wanted(LibraryFacts(search=Search((root,), debuginfod_cache=tmp_path / "cache")), str(shipped), line, None)

@@ -325,3 +325,19 @@ def test_launch_json_written_by_setup_flags_nothing_of_mixdbgs_entries(code_serv
     flagged = [int(found.group(1)) for problem in steps["problems"] if (found := re.search(r"\[Ln (\d+),", problem))]
     assert flagged and all(line >= pair_starts for line in flagged), steps["problems"]
     assert any("debug type is not recognized" in problem for problem in steps["problems"])
+
+
+@pytest.mark.timeout(600)
+def test_a_long_symbol_read_is_a_notification_naming_the_library(code_server: CodeServer, torch_installed: None,
+                                                                 tmp_path: Path) -> None:
+    # Given a script that calls randn, and a function breakpoint on it (gdb reads
+    # libtorch_cpu.so's 520,000 symbols for it: seconds)
+    workspace = tmp_path / "progress"
+    workspace.mkdir()
+    (workspace / "make_tensor.py").write_text("import torch\n\nprint(torch.randn(2, 3))\n")
+    # When F5 is pressed
+    steps = drive(code_server, "progress.js", workspace, timeout=540, script="make_tensor.py",
+                  breakpoint="at::native::randn", progress="gdb reads symbols")
+    # Then a notification said what gdb read while it read it, and the session went on to stop
+    assert "libtorch_cpu.so" in steps["notification"] and "MB of symbols" in steps["notification"], steps
+    assert "at::native::randn" in steps["top"]
