@@ -151,14 +151,14 @@ def validate_entry(entry: Mapping[str, Any]) -> None:
 
 def _schema_problem(document: Any, schema_document: dict[str, Any]) -> str | None:
     """Why ``document`` does not follow the JSON schema, or None. (jsonschema is imported
-    here: at start-up it would cost every mixdbg command 40-70 ms.)"""
+    here: at start-up it would cost every mixdbg command 40-70 ms.) The schemas are ours and
+    are not checked against their meta-schema at each call, as ``jsonschema.validate`` does:
+    that took 0.24 s of each entry's check, 2.9 s of a ``mixdbg setup``."""
     import jsonschema
 
-    try:
-        jsonschema.validate(document, schema_document)
-    except jsonschema.ValidationError as err:
-        return str(err.message)
-    return None
+    checker = jsonschema.validators.validator_for(schema_document)(schema_document)
+    error = jsonschema.exceptions.best_match(checker.iter_errors(document))
+    return None if error is None else str(error.message)
 
 
 def python_gdb_script(python: str) -> str | None:
