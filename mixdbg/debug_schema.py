@@ -37,7 +37,7 @@ _COMMON: dict[str, Any] = {
 
 def dap_arguments() -> dict[str, Any]:
     """``mixdbg/dap/configuration.json``: the launch and attach schemas of ``mixdbg dap``."""
-    text = resources.files("mixdbg.dap").joinpath("configuration.json").read_text(encoding="utf-8")
+    text = resources.files("mixdbg").joinpath("dap/configuration.json").read_text(encoding="utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 

@@ -18,22 +18,13 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Union
 
 from mixdbg import attach
-from mixdbg.dap import breakpoints as _breakpoints  # registers its requests, words breakpoints
-from mixdbg.dap import code as _code  # noqa: F401
-from mixdbg.dap import editing as _editing  # noqa: F401
-from mixdbg.dap import execution as _execution  # noqa: F401
-from mixdbg.dap import inspection as _inspection  # noqa: F401
-from mixdbg.dap import lifecycle as _lifecycle  # noqa: F401
-from mixdbg.dap import memory as _memory  # noqa: F401
-from mixdbg.dap import python_steps as _python_steps  # noqa: F401
-from mixdbg.dap import sources as _sources  # noqa: F401
-from mixdbg.dap.cancel import CANCELLED, Requests
 from mixdbg.dap.ids import Handles
+from mixdbg.dap.inflight import CANCELLED, Requests
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import BadMessage, ClientGone, Connection, DapError, read_message
 from mixdbg.dap.registry import HANDLERS
 from mixdbg.dap.terminal import TerminalRequest
-from mixdbg.dap.watchpoints import describe_stop
+from mixdbg.dap.wording import describe, describe_stop
 from mixdbg.engine.agents import AgentHub
 from mixdbg.engine.gdb_boot import GdbAhead
 from mixdbg.errors import GdbExitedError, MixdbgError
@@ -351,7 +342,7 @@ class Adapter:
         dap_id = self.breakpoints.dap_id.get(number)
         if dap_id is None or event.deleted or not event.news:
             return
-        self.connection.event("breakpoint", {"reason": "changed", "breakpoint": _breakpoints.describe(dap_id, event.body)})
+        self.connection.event("breakpoint", {"reason": "changed", "breakpoint": describe(dap_id, event.body)})
 
 
 def _exit_code(event: Exited) -> int:

@@ -9,41 +9,16 @@ from typing import TYPE_CHECKING, Any
 from mixdbg.breakpoints import BreakSpec, parse_spec
 from mixdbg.dap.protocol import DapError
 from mixdbg.dap.registry import request
+from mixdbg.dap.wording import describe
 from mixdbg.engine.agents import PythonBreakpoint
 from mixdbg.errors import GdbExitedError, MixdbgError
 from mixdbg.gdbmi import GdbCommandError
 from mixdbg.session import Session
-from mixdbg.sources import local_file, missing_reason
 
 if TYPE_CHECKING:
     from mixdbg.dap.adapter import Adapter
 
 PYTHON_SUFFIXES = (".py", ".pyw")
-PENDING = ("not bound yet: its library is not loaded, or has no debug info (-g) for this line; "
-           "it binds when a library that has it loads")
-#: The message of an ``op:`` breakpoint whose operator has not registered yet.
-OPERATOR_PENDING = "not bound yet: no library has registered this operator; it binds when one does"
-
-
-def describe(dap_id: int, body: dict[str, Any]) -> dict[str, Any]:
-    """A DAP ``Breakpoint`` from an engine breakpoint's JSON (``Breakpoint.to_json``)."""
-    result: dict[str, Any] = {"id": dap_id, "verified": not body.get("pending", False)}
-    located = [loc for loc in body.get("locations", []) if loc.get("line")]
-    if located:
-        result["line"] = int(located[0]["line"])
-        local = local_file(located[0].get("file"))
-        if local is not None:
-            result["source"] = {"name": Path(local).name, "path": local}
-        elif located[0].get("file"):  # named by the debug info, not here: no path to open
-            result["source"] = {"name": Path(located[0]["file"]).name, "presentationHint": "deemphasize",
-                                "origin": missing_reason(located[0]["file"])}
-    if body.get("pending"):
-        result["message"] = OPERATOR_PENDING if str(body.get("spec", "")).startswith("op:") else PENDING
-    elif body.get("hint"):
-        result["message"] = str(body["hint"])
-    return result
-
-
 #: The message of every breakpoint of a launch without debugging.
 NOT_DEBUGGING = "Run Without Debugging: breakpoints are not used"
 

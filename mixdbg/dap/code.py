@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mixdbg.breakpoints import BreakSpec
-from mixdbg.dap.breakpoints import delete_all, describe
+from mixdbg.dap.breakpoints import delete_all
 from mixdbg.dap.protocol import DapError
 from mixdbg.dap.registry import request
+from mixdbg.dap.wording import describe
 from mixdbg.engine import code_map
 from mixdbg.errors import MixdbgError
 from mixdbg.session import Session

@@ -102,14 +102,3 @@ def set_data_breakpoints(adapter: Adapter, arguments: dict[str, Any]) -> dict[st
         answers.append(answer)
     adapter.breakpoints.data_ids = ids
     return {"breakpoints": answers}
-
-
-def describe_stop(session: Session, number: int | None, value: dict[str, str]) -> str:
-    """A data breakpoint's stop in words: what changed, from what to what."""
-    watch = session.watchpoints.owner(number) if number is not None else None
-    label = watch.spec.label if watch is not None and watch.spec.label else "watched value"
-    if "old" in value:
-        return f"{label} changed: {value['old']} -> {value.get('new', '?')}"
-    if "new" in value:
-        return f"{label} = {value['new']}"
-    return f"{label} was read: {value.get('value', '?')}"
