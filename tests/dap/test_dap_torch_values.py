@@ -118,9 +118,7 @@ def test_view_binary_data_reads_the_tensor_data(dap: DapClient, torch_extension:
     # Given the stop at the kernel's loop line, and a's data (a memoryReference)
     stop, frame = stop_at_the_loop(dap, torch_extension, torch_cache)
     data = fields_of(dap, dap.frame_variables(frame["id"], "Locals")["a"])["data"]
-    # When VS Code's "View Binary Data" reads it (readMemory: the helper `native` builds it, issue 23)
-    if not dap.capabilities.get("supportsReadMemoryRequest"):
-        pytest.xfail("readMemory is not in this adapter yet (issue 23, helper native): passes once both land")
+    # When VS Code's "View Binary Data" reads it
     read = dap.request("readMemory", memoryReference=data["memoryReference"], count=24)["body"]
     # Then it holds the six float32 ones of torch.ones(2, 3)
     assert base64.b64decode(read["data"]) == struct.pack("<6f", *[1.0] * 6)

@@ -6,7 +6,7 @@
 // Arguments (JSON): R, url, folder, shots, source, script, lines: {filled, bump, afterBump}.
 'use strict';
 const path = require('path');
-const { main, squash } = require('./workbench');
+const { hexRow, main, rows, squash } = require('./workbench');
 
 main(async (wb, args, steps) => {
   const { page } = wb;
@@ -93,20 +93,3 @@ async function currentInstruction(page) {
   });
 }
 
-async function rows(page, selector) {
-  return (await page.locator(selector).allInnerTexts()).map(squash);
-}
-
-/** The Hex Editor's row at `offset` (its webview is a frame of the page), as "OFFSET HH HH ...". */
-async function hexRow(page, offset, timeout = 30000) {
-  const end = Date.now() + timeout;
-  while (Date.now() < end) {
-    for (const frame of page.frames()) {
-      const text = await frame.evaluate(() => (document.body ? document.body.innerText : '')).catch(() => '');
-      const match = new RegExp(`${offset}((?:\\s+[0-9A-F]{2}){16})`).exec(text);
-      if (match) return squash(`${offset}${match[1]}`);
-    }
-    await page.waitForTimeout(500);
-  }
-  throw new Error(`the memory view shows no row ${offset}`);
-}

@@ -12,15 +12,13 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from vscode_real import HERE, REPO, CodeServer, ServerOptions, code_server, drive, vscode_real
+from vscode_real import HEX_EDITOR, REPO, CodeServer, ServerOptions, code_server, drive, vscode_real
 
 __all__ = ["code_server", "vscode_real"]  # fixtures, used by name
 
 pytestmark = [pytest.mark.slow, pytest.mark.vscode]
 
 DAP_TESTS = REPO / "tests" / "dap"
-#: The memory view's editor: VS Code's "View Binary Data" opens the debuggee's memory in it.
-HEX_EDITOR = HERE / "vendor" / "ms-vscode.hexeditor-1.11.1.vsix"
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import pytest
 from torchext_fixture import TorchExtension
 from vscode_real import (
     HERE,
+    HEX_EDITOR,
     ON_EVERY_VSCODE,
     REPO,
     CodeServer,
@@ -134,6 +135,7 @@ def test_pybind11_gutter_breakpoint_step_over_evaluate_step_out(code_server: Cod
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize("code_server", [ServerOptions(extensions=(HEX_EDITOR,))], indirect=True)
 def test_custom_operator_tensor_in_variables_and_view_binary_data(code_server: CodeServer, torch_installed: None,
                                                                   torch_extension: TorchExtension) -> None:
     # Given the custom operators built with -g (their build folder as the workspace: the
@@ -155,11 +157,9 @@ def test_custom_operator_tensor_in_variables_and_view_binary_data(code_server: C
                 "values = [[1., 1., 1.], [1., 1., 1.]]"):
         assert row in rows, rows
     assert re.fullmatch(r"data\s*[=:]\s*0x[0-9a-f]+", steps["data"])
-    # ...and "View Binary Data" opens on its data (readMemory: issue 23, helper native)
-    if not steps["viewBinaryData"]:
-        pytest.xfail("no View Binary Data: the adapter has no readMemory yet (native's, issue 23); "
-                     "passes once both land")
-    assert steps.get("binaryTab"), steps
+    # ...and "View Binary Data" opens the memory view on its data: float32 1.0s (00 00 80 3F)
+    assert steps["viewBinaryData"] and steps.get("binaryTab"), steps
+    assert steps["memoryRow"] == "00000000 " + " ".join(["00 00 80 3F"] * 4), steps
 
 
 def hello_workspace(tmp_path: Path) -> Path:

@@ -4,7 +4,7 @@
 // Arguments (JSON): R, url, folder, shots, cpp, script (relative to folder), line (the loop line).
 'use strict';
 const path = require('path');
-const { main, squash } = require('./workbench');
+const { hexRow, main, squash } = require('./workbench');
 
 const esc = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -38,6 +38,7 @@ main(async (wb, args, steps) => {
     await action.first().click();
     await wb.page.waitForTimeout(3000);
     steps.binaryTab = squash(await wb.page.locator('.editor-group-container.active .tabs-container .tab.active').first().innerText());
+    steps.memoryRow = await hexRow(wb.page, '00000000');
     await wb.shot('binary-data');
   }
   steps.continues = await wb.continueToEnd();

@@ -29,6 +29,8 @@ from typing import Any, NoReturn
 import pytest
 
 HERE = Path(__file__).resolve().parent
+#: The memory view's editor: VS Code's "View Binary Data" opens the debuggee's memory in it.
+HEX_EDITOR = HERE / "vendor" / "ms-vscode.hexeditor-1.11.1.vsix"
 REPO = HERE.parents[1]
 SHARED = REPO.parent / "shared" / "vscode-real"
 R = Path(os.environ.get("R") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vscode-real")

@@ -310,8 +310,23 @@ async function indexedRows(page) {
     all.map((r) => [Number(r.getAttribute('data-index')), r.innerText.replace(/\s+/g, ' ').trim()]));
 }
 
+/** The texts of the rows `selector` finds, each on one line. */
 async function rows(page, selector) {
   return (await page.locator(selector).allInnerTexts()).map(squash);
+}
+
+/** The Hex Editor's row at `offset` (its webview is a frame of the page), as "OFFSET HH HH ...". */
+async function hexRow(page, offset, timeout = 30000) {
+  const end = Date.now() + timeout;
+  while (Date.now() < end) {
+    for (const frame of page.frames()) {
+      const text = await frame.evaluate(() => (document.body ? document.body.innerText : '')).catch(() => '');
+      const match = new RegExp(`${offset}((?:\\s+[0-9A-F]{2}){16})`).exec(text);
+      if (match) return squash(`${offset}${match[1]}`);
+    }
+    await page.waitForTimeout(500);
+  }
+  throw new Error(`the memory view shows no row ${offset}`);
 }
 
 /** Runs `scenario(wb, args)`; prints its result as the last line of stdout (JSON); exit 1 on failure. */
@@ -335,4 +350,4 @@ async function main(scenario) {
   console.log(JSON.stringify(result));
 }
 
-module.exports = { main, squash };
+module.exports = { hexRow, main, rows, squash };
