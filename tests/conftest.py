@@ -22,6 +22,7 @@ from typing import Any
 import pexpect
 import psutil
 import pytest
+from dap.natives import marker_line
 
 from mixdbg.gdbmi import find_gdb, gdb_environment
 
@@ -41,10 +42,7 @@ class CExtension:
 
     def line(self, marker: str) -> int:
         """The 1-based line of the source carrying ``/* @marker */``."""
-        for number, text in enumerate(self.source.read_text().splitlines(), start=1):
-            if f"/* @{marker} */" in text:
-                return number
-        raise KeyError(marker)
+        return marker_line(self.source, marker)
 
     def env(self) -> dict[str, str]:
         """An environment in which ``import mixdbg_testext`` works."""

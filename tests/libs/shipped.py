@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from dap.natives import marker_line
 
 HERE = Path(__file__).resolve().parent
 #: gdb's default debug directory (``show debug-file-directory``), where distributions put debug files.
@@ -39,10 +40,7 @@ class ShippedLibrary:
 
     def line(self, marker: str) -> int:
         """The 1-based line of the library's C source carrying ``/* @marker */``."""
-        for number, text in enumerate(self.source.read_text().splitlines(), start=1):
-            if f"/* @{marker} */" in text:
-                return number
-        raise KeyError(marker)
+        return marker_line(self.source, marker)
 
     @property
     def script(self) -> Path:

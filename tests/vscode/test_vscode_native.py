@@ -12,6 +12,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from dap.natives import marker_line
 from vscode_real import HEX_EDITOR, REPO, CodeServer, ServerOptions, code_server, drive, vscode_real
 
 __all__ = ["code_server", "vscode_real"]  # fixtures, used by name
@@ -37,18 +38,13 @@ def memlab_workspace(tmp_path: Path) -> Path:
     return workspace
 
 
-def marker(path: Path, name: str) -> int:
-    """The line of ``path`` carrying ``/* @name */``."""
-    return next(n for n, text in enumerate(path.read_text().splitlines(), 1) if f"/* @{name} */" in text)
-
-
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("code_server", [ServerOptions(extensions=(HEX_EDITOR,))], indirect=True)
 def test_memory_view_break_on_value_change_and_a_disassembly_step(code_server: CodeServer,
                                                                  memlab_workspace: Path) -> None:
     source = memlab_workspace / "memlab.c"
-    lines = {"filled": marker(source, "filled"), "bump": marker(source, "bump"),
-             "afterBump": marker(source, "after_bump")}
+    lines = {"filled": marker_line(source, "filled"), "bump": marker_line(source, "bump"),
+             "afterBump": marker_line(source, "after_bump")}
     # Given a breakpoint clicked in the gutter of fill(), after its loop wrote i * 7 + 1 into
     # 16 bytes; when F5 is pressed on the driver script
     steps = drive(code_server, "native_views.js", memlab_workspace, timeout=540, source="memlab.c",
