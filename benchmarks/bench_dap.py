@@ -105,7 +105,7 @@ def first_look(work: Path, schema: DapSchema, natives: NativeSet, runs: int) -> 
 def _looked_at(oracle: Adapter, clients: ScriptClients, natives: NativeSet, source: Path, line: int) -> dict[str, float]:
     """One session of the first look: each part's seconds, as its requests were answered."""
     started = time.monotonic()
-    client = oracle.client(clients)  # type: ignore[arg-type]
+    client = oracle.client(clients)
     try:
         client.launch(oracle.config(natives, "geom_main.py"), breakpoints={source: [line]})
         thread = int(client.wait_stopped(timeout=120)["threadId"])

@@ -36,7 +36,7 @@ def stopped(adapter: Adapter, factory: ScriptClients, natives: NativeSet, marker
             *args: str) -> tuple[DapClient, int, dict[str, Any], float]:
     """A session stopped at memlab.c's ``marker``: client, thread, top frame, seconds to the stop."""
     lab = natives.memlab
-    client = adapter.client(factory)  # type: ignore[arg-type]
+    client = adapter.client(factory)
     started = time.monotonic()
     client.launch(adapter.config(natives, "memlab_main.py", *args), breakpoints={lab.source: [lab.line(marker)]})
     thread = client.wait_stopped(timeout=120)["threadId"]

@@ -7,16 +7,15 @@ extension built ``-g`` by the tests."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 from conftest import pyenv_python
 
-from .adapters import DEBUGPY, GDB, MIXDBG, Adapter
 from .client import DapClient
 from .fixtures import DapFactory
 from .natives import NativeSet, NativeSets
+from .oracles import DEBUGPY, GDB, Adapter, against
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -34,10 +33,7 @@ def python_natives(request: pytest.FixtureRequest, native_sets: NativeSets) -> N
 
 def _start(client: DapClient, adapter: Adapter, natives: NativeSet, script: str, line: int,
            source: Any = None) -> tuple[int, dict[str, Any]]:
-    path = natives.script(script)
-    env = natives.env({**os.environ})
-    client.launch(adapter.launch(natives.python, path, natives.directory, env),
-                  breakpoints={source or path: [line]})
+    client.launch(adapter.config(natives, script), breakpoints={source or natives.script(script): [line]})
     thread = client.wait_stopped(timeout=60)["threadId"]
     return thread, client.stack(thread)[0]
 
@@ -83,8 +79,8 @@ def python_values_scenario(client: DapClient, adapter: Adapter, natives: NativeS
 
 def test_python_values_and_editing_as_debugpy(dap_factory: DapFactory, python_natives: NativeSet) -> None:
     # Given the same program, run under debugpy's adapter and under mixdbg dap
-    expected = python_values_scenario(DEBUGPY.client(dap_factory), DEBUGPY, python_natives)
-    found = python_values_scenario(MIXDBG.client(dap_factory), MIXDBG, python_natives)
+    expected, found = against(DEBUGPY, dap_factory,
+                              lambda client, adapter: python_values_scenario(client, adapter, python_natives))
     # Then the user saw the same at each step, and the program used the values set
     assert found == expected
     assert expected["printed"].startswith("values total 51 count 41 size 7 item 20 alpha 100 global 5 rate 2.5")
@@ -113,8 +109,8 @@ def native_set_variable_scenario(client: DapClient, adapter: Adapter, natives: N
 
 def test_native_set_variable_as_gdbs_own_dap(dap_factory: DapFactory, natives: NativeSet) -> None:
     # Given the C extension's struct local, under gdb's DAP and under mixdbg dap
-    expected = native_set_variable_scenario(GDB.client(dap_factory), GDB, natives)
-    found = native_set_variable_scenario(MIXDBG.client(dap_factory), MIXDBG, natives)
+    expected, found = against(GDB, dap_factory,
+                              lambda client, adapter: native_set_variable_scenario(client, adapter, natives))
     # Then the same member was set, and the program summed the value set
     assert found == expected
     assert expected["set"] == "100" and expected["printed"].startswith("native values sum 102")

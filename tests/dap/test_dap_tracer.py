@@ -18,7 +18,7 @@ from conftest import pyenv_python
 
 from .client import DapClient
 from .fixtures import DapFactory
-from .oracle import both, launch
+from .oracles import Adapter, both, launch
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -205,7 +205,7 @@ def test_exception_options_per_exception_class_as_debugpy(dap_factory: DapFactor
     options = [{"path": [{"names": ["Python Exceptions"]}], "breakMode": "never"},
                {"path": [{"names": ["Python Exceptions"]}, {"names": ["ValueError"]}], "breakMode": "always"}]
 
-    def scenario(adapter: str) -> list[str]:
+    def scenario(adapter: Adapter) -> list[str]:
         dap = launch(dap_factory, adapter, program, sys.executable, filters=(), stopOnEntry=True)
         thread = dap.wait_stopped()["threadId"]
         dap.request("setExceptionBreakpoints", filters=[], exceptionOptions=options)

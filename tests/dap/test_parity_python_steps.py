@@ -18,7 +18,7 @@ from conftest import Forky, pyenv_python
 from .client import DapClient
 from .fixtures import DapFactory, forky_command
 from .natives import SCRIPTS, marker_line
-from .oracle import both, launch
+from .oracles import Adapter, both, launch
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -100,7 +100,7 @@ def test_step_into_target_jump_return_value_and_user_uncaught_as_debugpy(
     program = Path(shutil.copy(PROGRAM, tmp_path / PROGRAM.name))
     breakpoints = {program: [line("targets"), line("jumped"), line("returns")]}
 
-    def scenario(adapter: str) -> dict[str, Any]:
+    def scenario(adapter: Adapter) -> dict[str, Any]:
         dap = launch(dap_factory, adapter, program, python, breakpoints, filters=("uncaught", "user-uncaught"))
         return observe(dap, program)
     expect_the_same(both(scenario))
@@ -113,9 +113,8 @@ def test_the_same_on_forky_python_314(forky: Forky, dap_factory: DapFactory, tmp
     program = Path("/project") / PROGRAM.name
     breakpoints = {program: [line("targets"), line("jumped"), line("returns")]}
 
-    def scenario(adapter: str) -> dict[str, Any]:
-        module = "debugpy.adapter" if adapter == "debugpy" else "mixdbg"
-        command = forky_command(forky, tmp_path, [forky.python, "-m", module, *(["dap"] if adapter == "mixdbg" else [])])
+    def scenario(adapter: Adapter) -> dict[str, Any]:
+        command = forky_command(forky, tmp_path, [forky.python, *adapter.python_module])
         dap = launch(dap_factory, adapter, program, forky.python, breakpoints, command=command,
                      filters=("uncaught", "user-uncaught"))
         return observe(dap, program)
