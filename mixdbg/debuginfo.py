@@ -11,10 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import NoteSection
-
 from mixdbg.errors import DataError, NotFoundError
 
 DWARF = "dwarf"
@@ -69,6 +65,10 @@ class _Sections:
 
 def _read_sections(path: Path) -> _Sections:
     """Read the section headers of ``path`` (and the build-id note and debuglink name)."""
+    # pyelftools here, not at the top: its import cost mixdbg dap's start 35 ms of CPU
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import NoteSection
     try:
         with path.open("rb") as stream:
             elf = ELFFile(stream)
