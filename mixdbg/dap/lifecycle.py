@@ -3,8 +3,6 @@ attach, configurationDone, disconnect, terminate."""
 
 from __future__ import annotations
 
-import importlib
-import json
 import os
 import sys
 import threading
@@ -13,6 +11,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from mixdbg import attach
+from mixdbg.dap import configuration
 from mixdbg.dap.output import OutputFiles
 from mixdbg.dap.protocol import DapError
 from mixdbg.dap.registry import CAPABILITIES, request
@@ -26,9 +25,6 @@ from mixdbg.sources import SourceMap, rules_of
 
 if TYPE_CHECKING:
     from mixdbg.dap.adapter import Adapter
-
-#: The one source of the launch and attach arguments (the VS Code extension's too).
-CONFIGURATION = json.loads(Path(__file__).with_name("configuration.json").read_text())
 
 #: How deep a stack the editor is shown (the prompt shows 128; an editor pages through them).
 MAX_FRAMES = 1000
@@ -52,24 +48,18 @@ EXCEPTION_FILTERS = [
          supportsTerminateRequest=True, exceptionBreakpointFilters=EXCEPTION_FILTERS)
 def initialize(adapter: Adapter, arguments: dict[str, Any]) -> dict[str, Any]:
     """Remember what the client can do; say what mixdbg can. A launch or attach follows:
-    gdb starts now (``GdbAhead``), and the launch's argument checker is imported meanwhile
-    (jsonschema: 90-230 ms, measured on 2 loaded cores)."""
+    gdb starts now (``GdbAhead``)."""
     adapter.client = arguments
     if adapter.gdb_ahead is None:
         adapter.gdb_ahead = GdbAhead(adapter.queue.put)
-        threading.Thread(target=importlib.import_module, args=("jsonschema",), name="import-jsonschema",
-                         daemon=True).start()
     return dict(CAPABILITIES)
 
 
 def _checked(kind: str, arguments: dict[str, Any]) -> None:
-    import jsonschema  # here (imported ahead by initialize): it costs every other mixdbg command 40 ms
-
-    try:
-        jsonschema.validate(arguments, CONFIGURATION[kind])
-    except jsonschema.ValidationError as err:
-        where = ".".join(str(part) for part in err.absolute_path) or kind
-        raise DapError(f"{kind} argument '{where}': {err.message}") from None
+    found = configuration.problem(arguments, configuration.CONFIGURATION[kind])
+    if found is not None:
+        where, why = found
+        raise DapError(f"{kind} argument '{'.'.join(str(part) for part in where) or kind}': {why}")
 
 
 def _target(arguments: dict[str, Any]) -> attach.Target:
@@ -107,17 +97,15 @@ def _new_session(adapter: Adapter, arguments: dict[str, Any], python: str, hub: 
 @request("launch")
 def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
     """Start the program under gdb and the Python agent, held before its first line until
-    ``configurationDone``. The arguments are checked against their schema while the
-    program's interpreter starts (``_Checking``): a program started with arguments that
-    fail it is ended before its first line, and the schema's reason is the answer."""
+    ``configurationDone``; with arguments that do not follow their schema, nothing starts
+    and the schema's reason is the answer."""
     if adapter.session is not None:
         raise DapError("this session already has a debuggee")
-    checking = _Checking("launch", arguments)
+    _checked("launch", arguments)
     try:
-        target = _launch_checked(adapter, arguments, checking)
+        target = _launch_checked(adapter, arguments)
     except BaseException:
         _end_held(adapter)
-        checking.result()  # an argument of the wrong shape is said as the schema says it
         raise
     if target is not None:
         assert adapter.debuggee is not None
@@ -127,16 +115,15 @@ def launch(adapter: Adapter, arguments: dict[str, Any]) -> None:
         adapter.connection.event("initialized")
 
 
-def _launch_checked(adapter: Adapter, arguments: dict[str, Any], checking: _Checking) -> attach.Target | None:
-    """The launch: the program started, held at its gate, gdb attached (its target), or
-    run without debugging (None); ``checking`` is done by then."""
+def _launch_checked(adapter: Adapter, arguments: dict[str, Any]) -> attach.Target | None:
+    """The launch of checked arguments: the program started, held at its gate, gdb
+    attached (its target), or run without debugging (None)."""
     target = _target(arguments)
     cwd = str(arguments.get("cwd") or os.getcwd())
     attach.check_target(target, cwd)
     sources = _source_map(arguments, cwd)
     python = str(arguments.get("python") or sys.executable)
     if arguments.get("noDebug"):
-        checking.result()  # it runs at once: nothing runs unchecked
         if adapter.gdb_ahead is not None:
             adapter.gdb_ahead.discard()
         _run_without_debugging(adapter, arguments, target, cwd, python)
@@ -160,35 +147,8 @@ def _launch_checked(adapter: Adapter, arguments: dict[str, Any], checking: _Chec
     session = _new_session(adapter, arguments, python, hub, sources, while_gdb_boots=start_program)
     debuggee = adapter.debuggee
     assert debuggee is not None  # start_program ran
-    checking.result()
     session.attach(debuggee.pid, child=debuggee)
     return target
-
-
-class _Checking:
-    """``_checked`` on a thread of its own: importing the checker (jsonschema) took 90-230 ms
-    on 2 loaded cores, and the launch would otherwise wait for it before the program's
-    interpreter starts; ``result`` waits for it and raises its reason."""
-
-    def __init__(self, kind: str, arguments: dict[str, Any]) -> None:
-        self._error: DapError | None = None
-        self._thread = threading.Thread(target=self._check, args=(kind, arguments), name="check-arguments",
-                                        daemon=True)
-        self._thread.start()
-
-    def _check(self, kind: str, arguments: dict[str, Any]) -> None:
-        try:
-            _checked(kind, arguments)
-        except DapError as err:
-            self._error = err
-        except Exception as err:  # noqa: BLE001 - a thread's failure is the launch's one-line answer
-            self._error = DapError(f"{kind} arguments could not be checked: {err}")
-
-    def result(self) -> None:
-        """Nothing once the arguments passed; their reason (``DapError``) when not."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
 
 
 def _run_without_debugging(adapter: Adapter, arguments: dict[str, Any], target: attach.Target, cwd: str,

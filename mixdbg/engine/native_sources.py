@@ -13,9 +13,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from mixdbg.engine.frames import is_glue_source, is_runtime_library
 
 log = logging.getLogger(__name__)
@@ -68,6 +65,9 @@ def _loaded_libraries(pid: int) -> list[str]:
 @lru_cache(maxsize=256)
 def _functions_of(library: str, mtime: int, size: int) -> tuple[tuple[str, str], ...]:
     """The functions a library defines in the user's sources (see the module doc)."""
+    # pyelftools here, not at the top: its import cost mixdbg dap's start 35 ms of CPU
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
     try:
         with open(library, "rb") as handle:
             elf = ELFFile(handle)

@@ -11,10 +11,6 @@ import os
 import re
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-
 PROC = Path("/proc")
 #: ``python``, ``python3``, ``python3.11``, ``python3.13t``, ``python3.11d`` ...
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?[a-z]*$")
@@ -102,6 +98,10 @@ def is_python_executable(path: str) -> bool:
 
 
 def _needed_libraries(path: str) -> list[str]:
+    # pyelftools here, not at the top: its import cost mixdbg dap's start 35 ms of CPU
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
     try:
         with open(path, "rb") as handle:
             elf = ELFFile(handle)

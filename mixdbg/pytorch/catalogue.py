@@ -29,9 +29,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from mixdbg import debuginfo
 from mixdbg.errors import DataError, NotFoundError
 from mixdbg.pytorch.mapped import mapped_library
@@ -203,6 +200,9 @@ def scan_functor_symbols(strtab: bytes) -> Iterator[Functor]:
 
 def _sections(library: Path) -> tuple[bytes, bytes]:
     """The raw ``.strtab`` and ``.symtab`` of ``library`` (empty when stripped)."""
+    # pyelftools here, not at the top: its import cost mixdbg dap's start 35 ms of CPU
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
     try:
         with library.open("rb") as stream:
             elf = ELFFile(stream)
