@@ -23,15 +23,15 @@ def test_a_hit_of_a_replaced_breakpoint_is_reported_and_of_a_removed_one_not(run
 
 
 def check_withdrawn(stops: PythonStops) -> None:
-    stops.configure(False, breakpoints={"/work/s.py": [PythonBreakpoint(1, 3)]})
+    stops.configure(breakpoints={"/work/s.py": [PythonBreakpoint(1, 3)]})
     hit: dict[str, Any] = {"reason": "breakpoint", "breakpoints": [1]}
     assert not stops.withdrawn(hit)
     # When the editor adds a breakpoint to the file (each of the file's gets a new id)
-    stops.configure(False, breakpoints={"/work/s.py": [PythonBreakpoint(2, 3), PythonBreakpoint(3, 9)]})
+    stops.configure(breakpoints={"/work/s.py": [PythonBreakpoint(2, 3), PythonBreakpoint(3, 9)]})
     # Then the hit is the new line-3 breakpoint's: reported
     assert not stops.withdrawn(hit)
     # and once line 3 has none, it is withdrawn (the thread runs on), as gdb drops such stops
-    stops.configure(False, breakpoints={"/work/s.py": [PythonBreakpoint(4, 9)]})
+    stops.configure(breakpoints={"/work/s.py": [PythonBreakpoint(4, 9)]})
     assert stops.withdrawn(hit)
     # other stops are never withdrawn
     assert not stops.withdrawn({"reason": "step", "breakpoints": []})
