@@ -13,7 +13,9 @@ floor any settrace debugger pays (a trace function that does nothing, with and w
 line tracer; on 3.12+ the agent uses sys.monitoring, which has no such floor):
 - fib(25) defined in a user file (no breakpoint, no step: no line events): the ratio;
 - fib(25) defined in a library file: the ratio;
-- Python ``next`` through the trap, per step (microseconds).
+- Python ``next`` through the trap, per step (microseconds);
+- on 3.12+, how many ``sys.monitoring`` callbacks the agent receives in two more runs of
+  fib(25) from a user file (after the first, each code object's start is ``DISABLE``d).
 benchmarks/bench_overhead.py measures whole programs under the debuggers.
 """
 
@@ -138,6 +140,7 @@ def measure(work: Path, repeat: int, steps: int) -> None:
     tracers = {**TRACERS, "agent": (on, off)}
     results = {name: interleaved(repeat, tracers, lambda m=module: m.fib(25))
                for name, module in (("user", user), ("library", library))}
+    callbacks = count_callbacks(agent, [lambda: user.fib(25)] * 2)
     on()
     start = time.thread_time()
     stepper.steps(steps)
@@ -150,6 +153,35 @@ def measure(work: Path, repeat: int, steps: int) -> None:
         print(f"  fib in a {name} file ({best['off'] * 1e3:.1f} ms without): " + ", ".join(
             f"{tracer} {best[tracer] / best['off']:.2f}x" for tracer in tracers if tracer != "off"))
     print(f"  Python next through the trap: {per_step * 1e6:.1f} us per step ({steps_taken[0]} steps)")
+    if callbacks is not None:
+        print(f"  sys.monitoring callbacks in two runs of fib(25): {callbacks[0]}, then {callbacks[1]}")
+
+
+def count_callbacks(agent: Any, runs: list[Callable[[], object]]) -> list[int] | None:
+    """3.12+: the number of the agent's ``sys.monitoring`` callbacks during each run (its
+    tracer on, as configured); None under ``sys.settrace``."""
+    tracer = agent.tracer
+    if tracer.NAME != "monitoring":
+        return None
+    monitoring = tracer.monitoring  # sys.monitoring, typed Any there
+    counts = [0]
+    events = monitoring.events
+    for event in (events.PY_START, events.PY_RESUME, events.LINE, events.PY_RETURN, events.INSTRUCTION,
+                  events.RAISE, events.PY_UNWIND):
+        callback = monitoring.register_callback(tracer.tool, event, None)
+
+        def counted(*args: Any, callback: Callable[..., Any] = callback) -> Any:
+            counts[0] += 1
+            return callback(*args)
+        monitoring.register_callback(tracer.tool, event, counted)
+    tracer.configuration_changed()
+    found = []
+    for run in runs:
+        counts[0] = 0
+        run()
+        found.append(counts[0])
+    tracer.stop()
+    return found
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 ``mixdbg dap``, each on 3.10-3.13 (pyenv) and forky's 3.14, interleaved, in one run.
 
     python benchmarks/bench_overhead.py [--runs N] [--pythons 3.10,3.11,...] [--workloads user,library,torch]
+                                        [--debuggers debugpy,mixdbg] [--hits N (0: none)]
 
 Each workload prints its own compute time (the process's CPU time around the work: the
 machine may be shared). Under a debugger it runs as VS Code launches it: one breakpoint in
@@ -232,11 +233,13 @@ def debugged(target: Platform, mode: str, script: str, breakpoints: dict[int, st
         client.close(terminate_debuggee=True)
 
 
-def measure(target: Platform, workloads: list[str], runs: int, hits: int, schema: DapSchema,
+def measure(target: Platform, workloads: list[str], debuggers: list[str], runs: int, hits: int, schema: DapSchema,
             work: Path) -> dict[str, dict[str, list[float]]]:
-    """Compute times per workload and mode, the modes interleaved run by run."""
+    """Compute times per workload and mode, the modes interleaved run by run (the false
+    condition's workload only when ``hits``)."""
     scripts = {name: WORKLOADS[name] for name in workloads}
-    scripts["condition"] = condition_workload(hits)
+    if hits:
+        scripts["condition"] = condition_workload(hits)
     for name, source in scripts.items():
         (target.directory / f"wl_{name}.py").write_text(source)
     times: dict[str, dict[str, list[float]]] = {name: {} for name in scripts}
@@ -244,7 +247,7 @@ def measure(target: Platform, workloads: list[str], runs: int, hits: int, schema
         for name, source in scripts.items():
             never = {marker_line(source, NEVER): None}
             modes: dict[str, Callable[[], float]] = {"python": lambda n=name: plain(target, f"wl_{n}.py")}
-            for mode in ("debugpy", "mixdbg"):
+            for mode in debuggers:
                 modes[mode] = lambda m=mode, n=name, b=never: debugged(target, m, f"wl_{n}.py", b, schema, work)
                 if name == "condition":
                     false = {**never, marker_line(source, CONDITION): "i < 0"}
@@ -255,7 +258,7 @@ def measure(target: Platform, workloads: list[str], runs: int, hits: int, schema
     return times
 
 
-def report(version: str, times: dict[str, dict[str, list[float]]], hits: int) -> None:
+def report(version: str, times: dict[str, dict[str, list[float]]], debuggers: list[str], hits: int) -> None:
     """Ratios to plain python: of the medians, of each run to the plain run just before it
     (their median: a machine whose speed drifts slows both alike), and of the fastest
     runs (the least disturbed); the false condition's cost per hit."""
@@ -265,7 +268,7 @@ def report(version: str, times: dict[str, dict[str, list[float]]], hits: int) ->
         paired = {mode: statistics.median(run / plain for run, plain in zip(values, by_mode["python"]))
                   for mode, values in by_mode.items()}
         if name == "condition":
-            for mode in ("debugpy", "mixdbg"):
+            for mode in debuggers:
                 per_hit = (median[f"{mode}+bp"] - median[mode]) / hits * 1e6
                 fastest = (best[f"{mode}+bp"] - best[mode]) / hits * 1e6
                 print(f"  {version}  false condition x{hits}: {mode} {per_hit:6.2f} us per hit (median; "
@@ -273,7 +276,7 @@ def report(version: str, times: dict[str, dict[str, list[float]]], hits: int) ->
                       f"{median[mode]:.3f} s)", flush=True)
             continue
         ratios = "  ".join(f"{mode} {median[mode] / median['python']:5.2f}x (paired {paired[mode]:.2f}x, fastest "
-                           f"{best[mode] / best['python']:.2f}x)" for mode in ("debugpy", "mixdbg"))
+                           f"{best[mode] / best['python']:.2f}x)" for mode in debuggers)
         print(f"  {version}  {name:<8} python {median['python']:.3f} s  {ratios}", flush=True)
 
 
@@ -281,7 +284,8 @@ def main() -> int:
     """Measure every interpreter asked for, and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--hits", type=int, default=100_000)
+    parser.add_argument("--hits", type=int, default=100_000, help="the false condition's hits (0: not measured)")
+    parser.add_argument("--debuggers", default="debugpy,mixdbg", help="beside plain python")
     parser.add_argument("--pythons", default=",".join(PYTHONS))
     parser.add_argument("--workloads", default="user,library,torch")
     options = parser.parse_args()
@@ -294,8 +298,9 @@ def main() -> int:
             workloads = [name for name in options.workloads.split(",") if name != "torch" or version == "3.11"]
             started = time.monotonic()
             target = platform(version, work)
-            times = measure(target, workloads, options.runs, options.hits, schema, work)
-            report(version, times, options.hits)
+            debuggers = options.debuggers.split(",")
+            times = measure(target, workloads, debuggers, options.runs, options.hits, schema, work)
+            report(version, times, debuggers, options.hits)
             print(f"  ({version}: {time.monotonic() - started:.0f} s)", flush=True)
     return 0
 

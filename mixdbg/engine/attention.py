@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 #: 3.11: where an interpreter frame keeps its frame object (``_PyInterpreterFrame.frame_obj``).
 FRAME_OBJECT_311 = 40
+#: 3.11: where a frame object keeps its interpreter frame (``PyFrameObject.f_frame``).
+FRAME_BACKLINK_311 = 24
 
 
 def wake_threads(pid: int, shared: int, write: agents.WriteMemory) -> int:
@@ -73,5 +75,8 @@ def _frame_object(read: ReadMemory, minor: int, address: int) -> int:
     if minor == 10:
         return address
     if minor == 11:
-        return _word(read, address + FRAME_OBJECT_311)
+        frame = _word(read, address + FRAME_OBJECT_311)
+        # Only a frame object that points back at its interpreter frame is written to: a
+        # stale pointer would have the attention tracer written into another object.
+        return frame if frame and _word(read, frame + FRAME_BACKLINK_311) == address else 0
     return 0
