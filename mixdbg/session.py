@@ -587,10 +587,17 @@ class Session:
             return
         stuck = self.tree.stuck() if self.state == "running" and not self._kicking else set()
         if stuck:
-            log.warning("gdb left pid(s) %s stopped while it runs them; interrupting and resuming",
-                        sorted(stuck))
+            awake = self.tree.awake()
+            log.warning("gdb left pid(s) %s stopped while it runs them; interrupting %s and resuming",
+                        sorted(stuck), f"pid {awake}" if awake is not None else "through gdb")
             self._kicking = True
-            self.gdb.command("-exec-interrupt")
+            if awake is None:
+                self.gdb.command("-exec-interrupt")
+                return
+            try:  # the SIGINT stop gdb then reports is ours (see _on_stopped)
+                os.kill(awake, signal.SIGINT)
+            except ProcessLookupError:
+                self._kicking = False  # it just ended: the next round looks again
 
     def _reconcile(self) -> None:
         """Exits gdb did not report (it loses some with many processes): the root's ends the
