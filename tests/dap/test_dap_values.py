@@ -172,7 +172,7 @@ def test_a_request_in_another_thread_is_cancelled_at_its_next_line_or_paused_in_
     # Then the program runs on: the wait ends, the request with it, and the worker goes on
     dap.request("setBreakpoints", source={"path": str(script)}, breakpoints=[])
     dap.request("continue", threadId=thread)
-    release.write_text("go")
+    os.close(os.open(release, os.O_WRONLY))  # its open returns: the request ends at its next call
     assert dap.wait_exited(timeout=60) == 0
     assert "thread done [True]" in dap.output("stdout")
 
