@@ -154,6 +154,7 @@ class Session:
         #: thread may cancel it: see ``cancel_python_request``).
         self._asking: agents.Mailbox | None = None
         self._cancelled_at: float | None = None
+        self._cancel_upcoming = False  # see cancel_python_request
         self._asking_lock = threading.Lock()
         self._released = False  # the gate just opened: see release
         self._deferred: list[Action] = []
@@ -404,8 +405,7 @@ class Session:
         stop, self._reply = self.stop, None
         signal_number = self._cancel_signal(stop)
         self.python.ask(stop, request)
-        with self._asking_lock:
-            self._asking, self._cancelled_at = stop.mailbox if stop is not None else None, None
+        self._begin_asking(stop.mailbox if stop is not None else None)
         paused = False
         try:
             self.state = "running"
@@ -421,6 +421,15 @@ class Session:
             if paused:
                 raise DebuggerError("cancelled; the request waited in native code: its thread is paused there") from None
             raise
+
+    def _begin_asking(self, mailbox: agents.Mailbox | None) -> None:
+        """The agent at ``mailbox`` was asked: from now on a cancel reaches it, and one that
+        came before (``cancel_python_request``'s ``upcoming``) does at once."""
+        with self._asking_lock:
+            self._asking, self._cancelled_at = mailbox, None
+            cancelled_before = self._cancel_upcoming
+        if cancelled_before:
+            self.cancel_python_request()
 
     def _await_reply(self, stop: StopPoint | None, timeout: float | None, signal_number: int | None) -> bool:
         """Process gdb's records until the agent replies (or another stop came first). Past
@@ -461,12 +470,15 @@ class Session:
             return None
         return number
 
-    def cancel_python_request(self) -> bool:
+    def cancel_python_request(self, upcoming: bool = False) -> bool:
         """Cancel the Python request being served, from any thread (a DAP ``cancel``, Pause):
         the agent ends it at its next Python line with the error ``cancelled``. False when
-        no Python request runs."""
+        no Python request runs; with ``upcoming`` (a front end's request cancelled on its
+        way to the agent: it may not have asked yet), the next one is cancelled as it is
+        asked, until ``drop_upcoming_cancel``."""
         with self._asking_lock:
             if self._asking is None:
+                self._cancel_upcoming = self._cancel_upcoming or upcoming
                 return False
             if self._cancelled_at is None:
                 agents.post_while_running(self._asking, {"command": "cancel"})
@@ -491,6 +503,12 @@ class Session:
         message = dict(last.python, reason="goto", breakpoints=[], description=f"Jumped to line {line}")
         self.last_stop = dataclasses.replace(last, reason="goto", breakpoint=None, python=message)
         self.emit(self.last_stop)
+
+    def drop_upcoming_cancel(self) -> None:
+        """The front end's request ended: a cancel meant for it (see
+        ``cancel_python_request``) is forgotten."""
+        with self._asking_lock:
+            self._cancel_upcoming = False
 
     def interrupt(self) -> None:
         """Stop the running debuggee; the stop is reported as an ``interrupt``."""
@@ -587,10 +605,17 @@ class Session:
             return
         stuck = self.tree.stuck() if self.state == "running" and not self._kicking else set()
         if stuck:
-            log.warning("gdb left pid(s) %s stopped while it runs them; interrupting and resuming",
-                        sorted(stuck))
+            awake = self.tree.awake()
+            log.warning("gdb left pid(s) %s stopped while it runs them; interrupting %s and resuming",
+                        sorted(stuck), f"pid {awake}" if awake is not None else "through gdb")
             self._kicking = True
-            self.gdb.command("-exec-interrupt")
+            if awake is None:
+                self.gdb.command("-exec-interrupt")
+                return
+            try:  # the SIGINT stop gdb then reports is ours (see _on_stopped)
+                os.kill(awake, signal.SIGINT)
+            except ProcessLookupError:
+                self._kicking = False  # it just ended: the next round looks again
 
     def _reconcile(self) -> None:
         """Exits gdb did not report (it loses some with many processes): the root's ends the

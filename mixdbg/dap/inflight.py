@@ -90,6 +90,8 @@ class Requests:
         seq = int(message.get("seq", 0))
         with self._lock:
             self._running, self._running_seq = None, None
+            if self.adapter.session is not None:  # under the lock: see cancel
+                self.adapter.session.drop_upcoming_cancel()
             cancelled = seq in self._cancelled
             self._cancelled.discard(seq)
             progress, self._progress = self._progress, None
@@ -111,6 +113,8 @@ class Requests:
             if seq != self._running_seq:
                 return
             self._cancelled.add(seq)
+            if self.adapter.session is not None:  # its Python request, even one not asked yet
+                self.adapter.session.cancel_python_request(upcoming=True)
         self.interrupt_running()
 
     def interrupt_python(self) -> bool:

@@ -9,7 +9,9 @@ and gdb's own DAP as oracles."""
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,7 +152,7 @@ def test_an_evaluation_that_raises_or_runs_forever_ends_and_the_program_runs_on(
 
 
 def test_a_request_in_another_thread_is_cancelled_at_its_next_line_or_paused_in_native_code(
-        dap: DapClient, natives: NativeSet) -> None:
+        dap: DapClient, natives: NativeSet, tmp_path: Path) -> None:
     script = natives.script("thread_values_main.py")
     thread, frame = _start(dap, natives, "thread_values_main.py",
                            {script: [natives.line("thread_values_main.py", "worker_stop")]})
@@ -160,13 +162,17 @@ def test_a_request_in_another_thread_is_cancelled_at_its_next_line_or_paused_in_
     assert (response["success"], response["message"]) == (False, "cancelled")
     assert dap.evaluate("out", frame["id"])["result"] == "[]"
     # a wait in native code cannot be: its thread is paused there, and the request cancelled
-    response = _cancelled_after(dap, "time.sleep(8)", frame["id"], 0.5)
+    # (the wait, opening a FIFO nobody writes yet, lasts until the test ends it: no race)
+    release = tmp_path / "release"
+    os.mkfifo(release)
+    response = _cancelled_after(dap, f"open({str(release)!r}).read()", frame["id"], 0.5)
     assert (response["success"], response["message"]) == (False, "cancelled")
     paused = dap.wait_stopped()
     assert paused["reason"] == "pause" and paused["threadId"] == thread
     # Then the program runs on: the wait ends, the request with it, and the worker goes on
     dap.request("setBreakpoints", source={"path": str(script)}, breakpoints=[])
     dap.request("continue", threadId=thread)
+    os.close(os.open(release, os.O_WRONLY))  # its open returns: the request ends at its next call
     assert dap.wait_exited(timeout=60) == 0
     assert "thread done [True]" in dap.output("stdout")
 
