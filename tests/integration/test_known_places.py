@@ -92,7 +92,7 @@ def test_known_places_hold_in_a_fork_child_and_a_spawned_interpreter(torch_insta
     first, second = run_twice(["-b", "at::native::randn", str(script)], tmp_path / "cache", tmp_path)
     # Then both runs stop in each of the three processes, at the same places
     roles = sorted(process for _, _, process in stops(first))
-    assert len(roles) == 3 and len(set(pid for pid in (s["pid"] for s in first.of("stopped")))) == 3, stops(first)
+    assert len(roles) == 3 and len({s["pid"] for s in first.of("stopped")}) == 3, stops(first)
     assert sorted(process for _, _, process in stops(second)) == roles
     assert {function for _, function, _ in stops(second)} == {function for _, function, _ in stops(first)}
     assert final_locations(second) == final_locations(first)
