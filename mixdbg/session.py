@@ -127,8 +127,6 @@ class Session:
         self._reply: dict[str, Any] | None = None
         self._released = False  # the gate just opened: see release
         self._deferred: list[Action] = []
-        #: The library-load stop whose libraries bound by address gdb has yet to read (``_read_deferred``).
-        self._read_later: dict[str, Any] | None = None
 
     @property
     def stop(self) -> StopPoint | None:
@@ -312,12 +310,10 @@ class Session:
                     self.solibs.read_all(self.tree.root.inferior if self.tree.root is not None else "i1")
                     self.view.start_warming()
                 try:
-                    busy = self.state == "stopped" or self.view.warming or self._read_later is not None
+                    busy = self.state == "stopped" or self.view.warming
                     self.handle(self.queue.get(timeout=IDLE if busy else RECONCILE_INTERVAL))
                 except queue.Empty:  # idle: a Step Into's or the first stack's work is done ahead
-                    if self._read_later is not None and self.state == "running":
-                        self._read_deferred()
-                    elif not (self.state == "stopped" and self.stepper.idle_work()) and not self.view.warm_next():
+                    if not (self.state == "stopped" and self.stepper.idle_work()) and not self.view.warm_next():
                         self._reconcile()
                         self._unstick()
         except SessionEnded as end:
@@ -327,16 +323,6 @@ class Session:
             # between commands: the same repair and report as when its output ends.
             self._gdb_died()
             raise
-
-    def _read_deferred(self) -> None:
-        """Read the libraries whose breakpoints were bound by address at their load, in the
-        process that loaded them, once the session is idle and that program runs: a stop
-        that comes right after the load (PyInit__C, after _C.so and libtorch_cpu.so load) is
-        reported first, and the program's own work then overlaps gdb's read, which the stop
-        waited for before."""
-        payload, self._read_later = self._read_later, None
-        if payload is not None:
-            self.solibs.read_deferred(self._binder(payload), self._specs(), self._inferior(payload))
 
     def _pump_until(self, done: Callable[[], bool], timeout: float, what: str,
                     reporting: bool = False) -> None:
@@ -420,12 +406,9 @@ class Session:
         if reason.startswith("exited"):
             self._on_exit_stop(reason, payload, reporting)
         elif reason == "solib-event":  # libraries loaded: read those breakpoints can be in, bind, go on
-            if self._read_later is not None and self._inferior(self._read_later) != self._inferior(payload):
-                self._read_deferred()  # another process's: read in that one
             self._on_loaded(payload, added_libraries(payload))
             self.resume()
-            if self.solibs.deferred:
-                self._read_later = payload
+            self.solibs.read_deferred(self._binder(payload), self._specs(), self._inferior(payload))
         elif not reporting:
             return  # a stop of ours (attaching, detaching): not the user's
         elif self._kicking and reason in ("", "signal-received") and payload.get("signal-name") in (None, "SIGINT"):
