@@ -115,11 +115,6 @@ def _python_frame(frame):
             "library": None, "address": f"{frame.address:#x}"}
 
 
-def read_symbols(path):
-    """Read the symbols of loaded library ``path`` in the selected process."""
-    gdb.execute("sharedlibrary " + library_regex(path), to_string=True)
-
-
 def _has_symbols(path):
     try:
         gdb.lookup_objfile(path)
@@ -145,13 +140,14 @@ def _unread_libraries(max_frames):
 
 def _read_stack_symbols(max_frames):
     """Read the symbols of every library the selected thread's stack goes through (a
-    library's unwind tables come with them: the walk goes further each round)."""
+    library's unwind tables come with them: the walk goes further each round). The
+    libraries of a round are read by one command, so that gdb re-resolves the breakpoints
+    once for them, not once per library."""
     for _ in range(_SYMBOL_ROUNDS):
         unread = _unread_libraries(max_frames)
         if not unread:
             return
-        for path in unread:
-            read_symbols(path)
+        gdb.execute("sharedlibrary " + "\\|".join(library_regex(path) for path in unread), to_string=True)
 
 
 def _native_frames(max_frames):
