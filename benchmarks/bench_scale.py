@@ -10,8 +10,11 @@ new CephContext). Arms, alternated in each round:
   mixdbg-cold  mixdbg run --json -b ...: gdb's index cache and mixdbg's caches empty
   mixdbg-warm  the same with the caches a previous run filled
 For each: the time to the first stop (its line on stdout), the whole run, and gdb's peak
-memory (VmHWM of the gdb process, sampled every 50 ms until it exits). Goals: cold first
-stop <= gdb's, warm <= 0.5 x cold, gdb's memory under mixdbg <= gdb -batch's.
+memory (VmHWM of the session's gdb process, sampled every 50 ms until it exits). After a
+mixdbg session with libraries not in the index cache, the gdb that indexes them (detached,
+lowest priority: mixdbg/indexcache.py) is waited for before the next arm, and its peak
+memory reported apart (indexer_peak_mb). Goals: cold first stop <= gdb's, warm <= 0.5 x
+cold, the session gdb's memory under mixdbg <= gdb -batch's.
 
 usage: python benchmarks/bench_scale.py [--runs N] [--gdb PATH]
 needs: apt-get install python3-rados librados2-dbg
@@ -52,7 +55,8 @@ def is_gdb(argv: list[str]) -> bool:
 
 
 def gdb_peak(root: int, stop: threading.Event, found: list[int]) -> None:
-    """Sample VmHWM of the gdb process among ``root`` and its descendants until it exits."""
+    """Sample VmHWM of the session's gdb (the first gdb among ``root`` and its descendants)
+    until it exits: not the gdb mixdbg starts after it to index libraries (``indexer_peak``)."""
     import psutil
 
     gdb: psutil.Process | None = None
@@ -62,12 +66,42 @@ def gdb_peak(root: int, stop: threading.Event, found: list[int]) -> None:
                 parent = psutil.Process(root)
                 gdb = next((p for p in [parent, *parent.children(recursive=True)] if is_gdb(p.cmdline())), None)
             if gdb is not None:
-                for line in Path(f"/proc/{gdb.pid}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        found[0] = max(found[0], int(line.split()[1]))
+                found[0] = max(found[0], vm_hwm(gdb.pid))
         except (OSError, psutil.Error):
-            gdb = None if gdb is not None and not gdb.is_running() else gdb
+            if gdb is not None and not gdb.is_running():
+                return
         stop.wait(0.05)
+
+
+def vm_hwm(pid: int) -> int:
+    """Peak resident memory of process ``pid`` so far, in KB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def indexer_peak(cache: Path, timeout: float = 900.0) -> int:
+    """Wait for the gdbs mixdbg started after a session to index libraries into ``cache``
+    (detached: they outlive it) to finish, so that they neither slow the next arm nor miss
+    the warm one's cache; their peak memory in KB (0: none ran)."""
+    import psutil
+
+    peak, deadline = 0, time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        writers = []
+        for process in psutil.process_iter():
+            try:
+                argv = process.cmdline()
+                if is_gdb(argv) and any(str(cache) in arg for arg in argv):
+                    writers.append(process)
+                    peak = max(peak, vm_hwm(process.pid))
+            except (OSError, psutil.Error):
+                continue
+        if not writers:
+            return peak
+        time.sleep(0.1)
+    raise SystemExit(f"the index of {cache} was still being written after {timeout:.0f} s")
 
 
 def timed(argv: list[str], env: dict[str, str], marker: str) -> tuple[float, float, int]:
@@ -142,12 +176,15 @@ def main() -> None:
         warm_cache = directory / "warm"
         subprocess.run([PYTHON, str(script)], capture_output=True, check=False)  # the page cache
         timed(mixdbg_argv, dict(base, XDG_CACHE_HOME=str(warm_cache)), '"stopped"')  # fills the warm cache
+        indexers = [indexer_peak(warm_cache)]
+        indexed = sorted(entry.name for entry in (warm_cache / "mixdbg" / "gdb-index").glob("*"))
         samples: dict[str, list[tuple[float, float, int]]] = {"gdb": [], "mixdbg-cold": [], "mixdbg-warm": []}
         for round_number in range(args.runs):
             cold_cache = directory / f"cold-{round_number}"
             samples["gdb"].append(timed(gdb_argv, base, "Breakpoint 1, "))
             samples["mixdbg-cold"].append(timed(mixdbg_argv, dict(base, XDG_CACHE_HOME=str(cold_cache)),
                                                 '"stopped"'))
+            indexers.append(indexer_peak(cold_cache))  # after the session, before the next arm
             shutil.rmtree(cold_cache, ignore_errors=True)
             samples["mixdbg-warm"].append(timed(mixdbg_argv, dict(base, XDG_CACHE_HOME=str(warm_cache)),
                                                 '"stopped"'))
@@ -163,6 +200,8 @@ def main() -> None:
         "first_stop_seconds": {name: round(value, 2) for name, value in first.items()},
         "whole_run_seconds": {name: round(value, 2) for name, value in total.items()},
         "gdb_peak_mb": {name: round(value / 1024) for name, value in peak.items()},
+        "indexer_peak_mb": round(max(indexers) / 1024),
+        "index_cache_entries": indexed,
         "cold_vs_gdb": round(first["mixdbg-cold"] / first["gdb"], 3),
         "warm_vs_cold": round(first["mixdbg-warm"] / first["mixdbg-cold"], 3),
         "memory_cold_vs_gdb": round(peak["mixdbg-cold"] / peak["gdb"], 3),

@@ -279,7 +279,8 @@ def check_index_cache(directory: Path | None = None) -> Check:
     size = sum(entry.stat().st_size for entry in files)
     details: dict[str, object] = {"directory": str(directory), "entries": len(files), "bytes": size}
     held = f"{len(files)} librar{'y' if len(files) == 1 else 'ies'}, {size / 1e6:.1f} MB" if files else "empty"
-    return Check("index cache", OK, f"gdb's index of DWARF, kept between sessions: {directory} ({held}); "
+    return Check("index cache", OK, f"on: gdb's index of libraries' DWARF, kept between sessions in {directory} "
+                                    f"({held}; a library is indexed after the session that first read it); "
                                     "delete it to free the space", None, details)
 
 

@@ -118,10 +118,14 @@ def stopped_top(dap: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return frames[0], frames
 
 
-@pytest.mark.parametrize("function", ["rados_create2", pytest.param("_rados_create2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("function", [
+    "rados_create2",
+    pytest.param("_rados_create2", marks=pytest.mark.slow),
+    pytest.param(f"librados_c.cc:{LINE}", marks=pytest.mark.slow),  # a function breakpoint takes FILE:LINE too
+])
 def test_mixdbg_dap_function_breakpoint_stops_in_librados(librados: None, script: Path, dap: Any,
                                                           function: str) -> None:
-    # Given a function breakpoint on the exported name or the real one
+    # Given a function breakpoint on the exported name, the real one, or the DWARF's line
     startup = dap.launch(launch_config(script), function_breakpoints=[function], timeout=60)
     assert startup.function_breakpoints[0]["verified"] in (True, False)
     # Then the session stops in _rados_create2 with the script's line below it
