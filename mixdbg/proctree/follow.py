@@ -170,9 +170,10 @@ class ProcessTree:
             self._announce(process)
 
     def stopped_in(self, payload: dict[str, Any]) -> Process | None:
-        """The process a reported stop is in, tagged and announced (first stop only)."""
+        """The process a reported stop is in, tagged and announced (first stop only; never
+        without children followed: the debuggee alone is not a tree)."""
         process = self.table.of_thread(str(payload.get("thread-id", "")))
-        if process is not None and not process.announced and not process.quiet:
+        if process is not None and not process.announced and not process.quiet and self.follow != FOLLOW_NONE:
             tag(process)
             if process.role == DATALOADER_WORKER and self.worker_ids is not None:
                 process.worker_id = self.worker_ids(process.pid)
