@@ -256,7 +256,9 @@ class _ProcessBinder:
     def bind(self, library: str, specs: list[BreakSpec]) -> str:
         """Put ``specs`` where gdb put them in ``library`` before (see ``solibs.Binder``)."""
         places = self._table.addresses.known(library, specs)
-        if places is None or any(b.ignore_count for b in self._table.function_breakpoints(specs)):
+        # a condition names the function's locals, which gdb cannot parse at a bare address
+        # before it reads the library; a hit count is gdb's per breakpoint: both stay gdb's
+        if places is None or any(b.ignore_count or b.spec.condition for b in self._table.function_breakpoints(specs)):
             return UNKNOWN
         if not any(places.values()):
             return ABSENT

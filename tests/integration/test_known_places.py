@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MixdbgRun, run_mixdbg
+from conftest import CExtension, MixdbgRun, run_mixdbg
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "testdebug.py"
 SEEDS = ["PyInit__C", "THPModule_initExtension", "at::native::randn"]
@@ -97,3 +97,20 @@ def test_known_places_hold_in_a_fork_child_and_a_spawned_interpreter(torch_insta
     assert sorted(process for _, _, process in stops(second)) == roles
     assert {function for _, function, _ in stops(second)} == {function for _, function, _ in stops(first)}
     assert final_locations(second) == final_locations(first)
+
+
+def test_a_conditional_function_breakpoint_stops_the_same_in_the_second_run(cext: CExtension,
+                                                                               tmp_path: Path) -> None:
+    # Given a function breakpoint with a condition on the function's argument, run twice with
+    # one cache (the second run knows where gdb put native_step, before gdb reads the library)
+    script = tmp_path / "three.py"
+    script.write_text("import mixdbg_testext as ext\nprint('total', ext.loop(3), flush=True)\n")
+    env = dict(cext.env(), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    runs = [run_mixdbg(["run", "--json", "--port", "0", "--no-prompt", "-b", "native_step if i == 1", str(script)],
+                       env=env, timeout=120, cwd=tmp_path) for _ in range(2)]
+    # Then each run stops once, at i == 1, and finishes (the condition is gdb's, never parsed
+    # at a bare address: that ended the second session, the program running on untraced)
+    for result in runs:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert [stop["frames"][0]["function"] for stop in result.of("stopped")] == ["native_step"], result.stderr
+        assert "total 6" in result.stdout + result.stderr
