@@ -366,7 +366,6 @@ _OPERATIONS: dict[str, Callable[[Session, dict[str, Any], int], dict[str, Any]]]
 
 def _break_regex(session: Session, spec: BreakSpec, cap: int) -> list[Breakpoint]:
     """One breakpoint per loaded function matching the pattern, all or none within ``cap``."""
-    session.read_loaded_libraries()  # gdb reads only the libraries breakpoints need
     # Room for the symbols that are dropped or merged: PLT stubs, clones, overloads.
     names, truncated = symbols.function_names(session.gdb, spec.location, 4 * cap + 50)
     examples = f" (e.g. {', '.join(names[:3])})" if names else ""

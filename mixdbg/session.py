@@ -517,8 +517,7 @@ class Session:
 
     def read_loaded_libraries(self) -> None:
         """Have gdb read the symbols of every library the debuggee has loaded and gdb has
-        not read (a stack or a step may go through any of them; a pattern breakpoint looks
-        in all of them)."""
+        not read (a stack or a step may go through any of them)."""
         self.solibs.read_all(self.tree.root.inferior if self.tree.root is not None else "i1")
 
     def interrupt(self) -> None:

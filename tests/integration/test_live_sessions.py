@@ -154,6 +154,14 @@ def _gone(pid: int, timeout: float) -> bool:
     return False
 
 
+def wait_for_file(path: Path, timeout: float = 20) -> None:
+    """Wait until the debuggee's script creates ``path`` (a ``touch=`` step)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"the script never reached {path.name}"
+        time.sleep(0.01)
+
+
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
     """Run mixdbg in this process; (exit code, stdout parsed as JSON if it is, stderr)."""
     code = main(list(args))
@@ -203,8 +211,10 @@ def test_break_from_another_process_gives_exactly_the_expected_stops(
 @pytest.mark.timeout(60)
 def test_list_and_delete_round_trip(cext: CExtension, tmp_path: Path, rundir: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    # Given a session with two gated phases of two native_step calls each
-    with live_session(cext, tmp_path, "gate=g1", "loop=2", "gate=g2", "loop=2") as live:
+    # Given a session with two gated phases of two native_step calls each, its script past
+    # the extension's import (a regex sees the loaded libraries' functions only)
+    with live_session(cext, tmp_path, "touch=imported", "gate=g1", "loop=2", "gate=g2", "loop=2") as live:
+        wait_for_file(tmp_path / "imported")
         # A regex over too many functions creates nothing
         code, _, err = cli(capsys, "break", "--regex", "native_", "--max-locations", "2")
         assert code == 64 and "more than 2 locations" in err
@@ -267,10 +277,7 @@ def test_busy_debuggee_breakpoint_latency_then_detach(cext: CExtension, tmp_path
         assert "gated.py" in sessions[0]["target"]
         # Given the debuggee busy in a tight native loop
         live.open("g1")
-        deadline = time.monotonic() + 20
-        while not (tmp_path / "spinning").exists():
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_for_file(tmp_path / "spinning")
         time.sleep(0.3)
         # When a breakpoint on the loop's callee is added (no --session: the only live one)
         started = time.monotonic()
