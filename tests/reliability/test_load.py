@@ -20,6 +20,7 @@ from faultkit import end_by_pid, json_run_args, write_script
 LOOP = "import sys, mixdbg_testext as ext\nprint('total', ext.loop(int(sys.argv[1])))\nsys.exit(int(sys.argv[2]))\n"
 
 
+@pytest.mark.slow  # 53-55 s of the default suite's 14 min: CI runs it
 @pytest.mark.timeout(120)
 def test_conditional_breakpoint_in_a_100000_call_native_loop(cext: CExtension, tmp_path: Path) -> None:
     script = write_script(tmp_path, LOOP)
