@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +52,16 @@ class ShippedLibrary:
     def remove(self) -> None:
         """Remove the debug file from the debug directory."""
         self.debug_file.unlink(missing_ok=True)
+
+
+@contextmanager
+def installed(directory: Path, debuglink: bool) -> Iterator[ShippedLibrary]:
+    """``build``, its debug file taken out of the system's debug directory afterwards."""
+    library = build(directory, debuglink)
+    try:
+        yield library
+    finally:
+        library.remove()
 
 
 def _run(command: list[str], cwd: Path) -> None:

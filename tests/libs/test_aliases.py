@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import MixdbgRun, run_mixdbg
-from shipped import ShippedLibrary, build
+from shipped import ShippedLibrary, installed
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -24,11 +24,8 @@ FUNCTIONS = ["mx_create", "mx_alias", "mx_gi", "mx_gi_user", "mx_static_user", "
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShippedLibrary]:
     """libmxalias, stripped, its DWARF under /usr/lib/debug/.build-id only."""
-    library = build(tmp_path_factory.mktemp("shipped"), debuglink=False)
-    try:
+    with installed(tmp_path_factory.mktemp("shipped"), debuglink=False) as library:
         yield library
-    finally:
-        library.remove()
 
 
 def run(shipped: ShippedLibrary, specs: list[str], *functions: str) -> MixdbgRun:
@@ -109,12 +106,9 @@ def test_a_line_in_a_library_with_a_build_id_file_only_stops_every_time(shipped:
 @pytest.mark.slow
 def test_a_debuglink_finds_the_debug_file_too(tmp_path: Path) -> None:
     # Given the library with a .gnu_debuglink beside its build id
-    library = build(tmp_path / "linked", debuglink=True)
-    try:
+    with installed(tmp_path / "linked", debuglink=True) as library:
         # When a line and a debug-only name are broken on
         specs = [f"mxalias.c:{library.line('real')}", "mx_helper"]
         result = run(library, specs, "mx_alias", "mx_static_user")
         # Then both stop
         assert_each_stops(result, specs, {specs[0]: "_mx_real", "mx_helper": "mx_helper"}, {})
-    finally:
-        library.remove()

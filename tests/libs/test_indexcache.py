@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import run_mixdbg
-from shipped import ShippedLibrary, build
+from shipped import ShippedLibrary, installed
 
 from mixdbg import debugfiles, doctor, indexcache
 
@@ -23,11 +23,8 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShippedLibrary]:
-    library = build(tmp_path_factory.mktemp("indexed"), debuglink=False)
-    try:
+    with installed(tmp_path_factory.mktemp("indexed"), debuglink=False) as library:
         yield library
-    finally:
-        library.remove()
 
 
 def indexers(cache: Path) -> list[psutil.Process]:
