@@ -6,7 +6,7 @@
 // Arguments (JSON): R, url, folder, shots, source, script, lines: {filled, bump, afterBump}.
 'use strict';
 const path = require('path');
-const { hexRow, main, rows, squash } = require('./workbench');
+const { hexRow, main, rows } = require('./workbench');
 
 main(async (wb, args, steps) => {
   const { page } = wb;
@@ -32,11 +32,7 @@ main(async (wb, args, steps) => {
 
   // The Disassembly view (from the frame's menu in CALL STACK): a step there (F10 with the view
   // focused) is one instruction
-  const top = (await wb.topFrame()).row;
-  await top.click({ button: 'right' });
-  const menu = page.locator('.context-view .monaco-menu');
-  await menu.waitFor({ timeout: 10000 });
-  await menu.locator('.action-label', { hasText: 'Open Disassembly View' }).first().click();
+  await wb.contextMenu((await wb.topFrame()).row, 'Open Disassembly View');
   const disassembly = page.locator('.disassembly-view');
   await disassembly.waitFor({ timeout: 30000 });
   await page.locator('.disassembly-view .monaco-list-row .codicon-debug-stackframe').first().waitFor({ timeout: 30000 });
@@ -58,14 +54,9 @@ main(async (wb, args, steps) => {
   // Break on Value Change on the C global memlab_counter, in the frame's Globals scope
   await wb.expandVariables(/^Globals$/);
   await wb.waitForVariable(/^memlab_counter = 0$/);
-  await page.locator('.debug-variables .monaco-list-row', { hasText: 'memlab_counter' }).first().click({ button: 'right' });
-  const valueMenu = page.locator('.context-view .monaco-menu');
-  await valueMenu.waitFor({ timeout: 10000 });
-  // (enabled once the adapter answered dataBreakpointInfo for it)
-  const change = valueMenu.locator('.action-item:not(.disabled) .action-label', { hasText: 'Break on Value Change' }).first();
-  await change.waitFor({ timeout: 15000 });
-  steps.valueMenu = (await valueMenu.locator('.action-label').allInnerTexts()).map(squash).filter(Boolean);
-  await change.click();
+  // (the item is enabled once the adapter answered dataBreakpointInfo for it)
+  const counter = page.locator('.debug-variables .monaco-list-row', { hasText: 'memlab_counter' }).first();
+  steps.valueMenu = await wb.contextMenu(counter, 'Break on Value Change');
   await page.locator('.debug-breakpoints .monaco-list-row', { hasText: 'memlab_counter' }).first().waitFor({ timeout: 15000 });
   // the line's breakpoint off (its checkbox in BREAKPOINTS), then Continue
   await page.locator('.debug-breakpoints .monaco-list-row', { hasText: source }).first()

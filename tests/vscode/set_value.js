@@ -36,11 +36,7 @@ main(async (wb, args, steps) => {
 
   // Set Value, as a person does it: right-click the row, pick the menu item, type, Enter.
   const row = page.locator('.debug-variables .monaco-list-row', { hasText: before }).first();
-  await row.click({ button: 'right' });
-  const item = page.locator('.context-view .action-label, .monaco-menu .action-label', { hasText: /^Set Value$/ }).first();
-  await item.waitFor({ timeout: 10000 });
-  await wb.shot('set-value-menu');
-  await item.click();
+  await wb.contextMenu(row, /^Set Value$/);
   const input = page.locator('.debug-variables .monaco-inputbox input').first();
   await input.waitFor({ timeout: 10000 });
   await input.fill(args.value);

@@ -107,6 +107,27 @@ async function openWorkbench({ R, url, folder, shots }) {
       await page.mouse.click(margin.x + 8, box.y + box.height / 2);
       await page.locator('.editor-group-container.active .codicon-debug-breakpoint, .editor-group-container.active .codicon-debug-breakpoint-unverified').first().waitFor({ timeout: 10000 });
     },
+    /** Right-clicks `row` and picks the enabled menu item `label` (a RegExp or text); returns
+     *  the menu's item texts. A pick can land while the menu is still settling (the item shows
+     *  focused, nothing runs): it is clicked again until the menu closes, as a person would. */
+    async contextMenu(row, label, timeout = 15000) {
+      await row.click({ button: 'right' });
+      const menu = page.locator('.context-view .monaco-menu');
+      await menu.waitFor({ timeout: 10000 });
+      const item = menu.locator('.action-item:not(.disabled) .action-label', { hasText: label }).first();
+      await item.waitFor({ timeout });
+      const texts = (await menu.locator('.action-label').allInnerTexts()).map(squash).filter(Boolean);
+      for (let attempt = 1; ; attempt += 1) {
+        await item.click();
+        try {
+          await menu.waitFor({ state: 'hidden', timeout: 3000 });
+          return texts;
+        } catch (err) {
+          if (attempt === 3) throw err;
+          log(`the menu is still open after picking ${label}: picked again`);
+        }
+      }
+    },
     /** Moves the cursor to `line` (Ctrl+G). */
     async goToLine(line) {
       await wb.focusEditor();
