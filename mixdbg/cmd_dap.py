@@ -11,7 +11,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mixdbg import argtypes
+from mixdbg import argtypes, diagnostics
 from mixdbg.engine.gdb_boot import GdbAhead
 from mixdbg.errors import MixdbgError, UnavailableError, UsageError
 
@@ -61,7 +61,7 @@ def register(verbs: argparse._SubParsersAction[Any]) -> None:
                         help="with --port: the address to listen on (default 127.0.0.1)")
     parser.add_argument("--allow-remote", action="store_true",
                         help="allow --host other than loopback: anyone who reaches the port can run code")
-    parser.add_argument("--log", metavar="FILE", help="log the adapter's work and every DAP message to FILE")
+    parser.add_argument("--log", metavar="FILE", help="log the adapter's work and every DAP message to FILE (default: $MIXDBG_LOG)")
     parser.set_defaults(func=_dap)
 
 
@@ -88,9 +88,7 @@ def _adapter(connection: Connection) -> Adapter:
 
 
 def _dap(args: argparse.Namespace) -> int:
-    if args.log:
-        logging.basicConfig(filename=args.log, level=logging.DEBUG,
-                            format="%(asctime)s %(threadName)s %(name)s: %(message)s")
+    diagnostics.log_to(args.log)
     if args.port is None:
         return _serve_stdio()
     return _serve_port(args)

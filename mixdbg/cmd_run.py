@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Optional
 
-from mixdbg import argtypes, attach, control, gdbpath, launch_gen, sources
+from mixdbg import argtypes, attach, control, diagnostics, gdbpath, launch_gen, sources
 from mixdbg.breakpoints import BreakSpec, parse_spec
 from mixdbg.errors import UsageError
 from mixdbg.events import Exited, SessionStarted
@@ -128,6 +128,9 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
                         type=sources.parse_rule,
                         help="native sources built in FROM are in TO here (repeatable, first match wins; "
                              "gdb's substitute-path): frames show TO's files, and breakpoints on them bind")
+    parser.add_argument("--log", metavar="FILE",
+                        help="log mixdbg's work (gdb's commands and their times, the agent's messages) "
+                             "to FILE, for a bug report (default: $MIXDBG_LOG; none)")
     parser.add_argument("--debuginfod", action="store_true",
                         help="let gdb download missing debug info from the debuginfod servers in "
                              "$DEBUGINFOD_URLS (off by default: local debug files only, e.g. /usr/lib/debug)")
@@ -269,6 +272,7 @@ def _session(args: argparse.Namespace, output: Output, specs: list[BreakSpec],
     out. A signal's detach while it starts (before the session loop) raises SessionEnded
     out of the block. A failure ends the debuggees still ``held`` at their gate (they never
     ran a line), before the close would let them run undebugged."""
+    diagnostics.log_to(args.log)
     interactive = _interactive(args)
     fallback = gdbpath.choose(args.gdb).fallback_line()
     if fallback is not None:

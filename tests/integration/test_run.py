@@ -129,6 +129,21 @@ def test_session_event_names_the_real_debuggee(cext: CExtension, tmp_path: Path)
     assert result.returncode == 0
 
 
+def test_the_diagnostic_log_has_gdbs_commands_and_leaves_the_output_alone(cext: CExtension, tmp_path: Path) -> None:
+    # Given $MIXDBG_LOG naming a file that already holds a line of the user's
+    log = tmp_path / "mixdbg.log"
+    log.write_text("the user's earlier line\n")
+    env = {**cext.env(), "MIXDBG_LOG": str(log)}
+    # When a session stops at a native breakpoint
+    result = run_mixdbg(["run", "--json", "--port", "0", "-b", "native_step", str(write_script(tmp_path, CALLER.format(n=1)))],
+                        env=env)
+    # Then the run is as without the log, and the log (appended to) names gdb's commands and their times
+    assert result.returncode == 0 and len(result.of("stopped")) == 1, result.stderr
+    text = log.read_text()
+    assert text.startswith("the user's earlier line\n")
+    assert "mixdbg.gdbmi: " in text and " ms: -break-insert" in text and "native_step" in text
+
+
 def test_human_output_shows_the_stack(cext: CExtension, tmp_path: Path) -> None:
     script = write_script(tmp_path, CALLER.format(n=1))
     result = run_mixdbg(["run", "--port", "0", "-b", "native_step", str(script)], env=cext.env())
