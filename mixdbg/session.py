@@ -377,8 +377,22 @@ class Session:
         does), and resumed at once."""
         if self.python.configure(**changes) and self.state == "running" and not self._kicking \
                 and self.stepper.native_thread is None:  # a gdb step under way attends at its end
-            self._kicking = True
-            self.gdb.command("-exec-interrupt")
+            self._kick()
+
+    def _kick(self) -> None:
+        """Stop the running tree unseen (``_on_stopped`` resumes it at once): a SIGINT to a
+        followed process that can take it, the root first, and gdb's own interrupt only when
+        none can. gdb's ``-exec-interrupt`` signals the root alone, and a root that gdb left
+        in a ptrace stop never takes it: nothing would stop, and nothing would unstick it."""
+        self._kicking = True
+        awake = self.tree.awake()
+        try:
+            if awake is not None:
+                os.kill(awake, signal.SIGINT)
+                return
+        except ProcessLookupError:
+            log.debug("pid %d ended before the interrupt; gdb interrupts", awake)
+        self.gdb.command("-exec-interrupt")
 
     def _attend_agents(self, stepping: int | None = None) -> None:
         """Before the tree runs: every agent applies what the engine left pending
@@ -615,17 +629,8 @@ class Session:
             return
         stuck = self.tree.stuck() if self.state == "running" and not self._kicking else set()
         if stuck:
-            awake = self.tree.awake()
-            log.warning("gdb left pid(s) %s stopped while it runs them; interrupting %s and resuming",
-                        sorted(stuck), f"pid {awake}" if awake is not None else "through gdb")
-            self._kicking = True
-            if awake is None:
-                self.gdb.command("-exec-interrupt")
-                return
-            try:  # the SIGINT stop gdb then reports is ours (see _on_stopped)
-                os.kill(awake, signal.SIGINT)
-            except ProcessLookupError:
-                self._kicking = False  # it just ended: the next round looks again
+            log.warning("gdb left pid(s) %s stopped while it runs them; interrupting and resuming", sorted(stuck))
+            self._kick()
 
     def _reconcile(self) -> None:
         """Exits gdb did not report (it loses some with many processes): the root's ends the
@@ -646,8 +651,7 @@ class Session:
             if self.state == "stopped":
                 self._add_pending_watches()
             elif self.state == "running" and not self._kicking:
-                self._kicking = True  # a stop of ours: resumed once the watches are in
-                self.gdb.command("-exec-interrupt")
+                self._kick()  # a stop of ours: resumed once the watches are in
         self.queue.put(watch)
         if not done.wait(WATCH_NEW_PROCESS_TIMEOUT):
             log.warning("the data breakpoints could not be set in PID %d before it ran on", pid)
@@ -889,9 +893,10 @@ class Session:
     def _take_pending_sigint(self) -> None:
         """Let gdb take a SIGINT queued while it held the debuggee (our interrupt, when it
         raced a breakpoint hit, leaves one): after the detach the kernel would deliver it
-        and Python would die of KeyboardInterrupt. Attached, gdb never passes SIGINT on."""
+        and Python would die of KeyboardInterrupt. Attached, gdb never passes SIGINT on. Any
+        followed process can hold one: ``_kick`` signals the first that can take it."""
         for _ in range(PENDING_SIGINT_ROUNDS):
-            if self.pid is None or not attach.signal_pending(self.pid, signal.SIGINT):
+            if not any(attach.signal_pending(pid, signal.SIGINT) for pid in self.tree.live_pids()):
                 return
             self.resume()
             self._pump_until(lambda: self.state != "running", STOP_TIMEOUT, "taking a pending SIGINT")

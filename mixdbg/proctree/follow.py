@@ -261,12 +261,12 @@ class ProcessTree:
         return stuck
 
     def awake(self) -> int | None:
-        """A live, reported process with no thread in a ptrace stop at the last ``stuck``
-        call, the root first: the one to send the SIGINT that gets gdb to stop (and then
-        resume) them all. gdb's own ``-exec-interrupt`` (all-stop, native) sends it to the
-        process of gdb's first running thread only, the root's, and a process in a ptrace
-        stop that gdb forgot never takes it: nothing stops (CI, after a worker's crash)."""
-        return next((p.pid for p in self.table.live() if p.pid not in self._trace_stopped and not p.quiet), None)
+        """A live, reported process with no thread in a ptrace stop now, the root first: the
+        one to send the SIGINT that gets gdb to stop (and then resume) them all. gdb's own
+        ``-exec-interrupt`` (all-stop, native) sends it to the process of gdb's first running
+        thread only, the root's, and a process in a ptrace stop that gdb forgot never takes
+        it: nothing stops (CI, after a worker's crash)."""
+        return next((p.pid for p in self.table.live() if not p.quiet and not procfs.trace_stopped(p.pid)), None)
 
     # --- ending -----------------------------------------------------------------------
 

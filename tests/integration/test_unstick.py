@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -58,8 +58,15 @@ def tree(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         root.wait(10)
 
 
+def _unstick_twice(session: Session) -> None:
+    session._unstick()
+    session._unstick()
+
+
+@pytest.mark.parametrize("stop_unseen", [_unstick_twice, Session._kick], ids=["recovery", "agents-kick"])
 def test_a_root_left_stopped_is_got_going_through_a_process_that_takes_the_interrupt(
-        tree: subprocess.Popen[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tree: subprocess.Popen[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        stop_unseen: Callable[[Session], None]) -> None:
     # Given a session following the root and its forked child, both running
     events: list[Event] = []
     session = Session(events.append, auto_continue=True)
@@ -71,8 +78,9 @@ def test_a_root_left_stopped_is_got_going_through_a_process_that_takes_the_inter
         session._pump_until(lambda: len(session.tree.live_pids()) == 2, 30, "the fork", reporting=True)
         # When the root is in a ptrace stop (for /proc) while gdb runs it, twice in a row
         monkeypatch.setattr(procfs, "trace_stopped", lambda pid, *rest: pid == tree.pid)
-        session._unstick()
-        session._unstick()
+        # and the session stops the tree unseen: to cure that, or for the agents (configure_agents,
+        # watch_new_process: they used gdb's interrupt, which only the root would take)
+        stop_unseen(session)
         # Then an interrupt reaches a process that takes it, gdb stops, and everything runs again
         assert session._kicking
         session._pump_until(lambda: not session._kicking, 30, "the interrupt's stop", reporting=True)
