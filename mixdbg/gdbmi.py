@@ -164,8 +164,9 @@ class GdbMi:
 
     def start(self) -> None:
         """Start gdb in MI3 mode and the reader thread."""
+        how = gdbpath.launch(self._path)
         args = [
-            self._path, "--nx", "--quiet", "--interpreter=mi3",
+            *how.argv, "--nx", "--quiet", "--interpreter=mi3",
             "-iex", f"set debuginfod enabled {'on' if self.debuginfod else 'off'}",
             # Caches gdb's index of DWARF (libpython, -g extensions, DEBUG=1 builds) across
             # runs: measured 0.53 s -> 0.33 s to attach to python 3.11 here.
@@ -185,7 +186,7 @@ class GdbMi:
         # tests/reliability/test_fault_mixdbg_dies.py shows it, running and stopped.
         self._proc = subprocess.Popen(
             args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            env=gdb_environment(self.debuginfod), start_new_session=True, restore_signals=False,
+            env={**gdb_environment(self.debuginfod), **how.env}, start_new_session=True, restore_signals=False,
         )
         self._reader = threading.Thread(target=self._read_loop, name="gdb-reader", daemon=True)
         self._reader.start()

@@ -17,6 +17,7 @@ activated. The installed distribution's file list says where its script is.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import platform
 import shutil
@@ -102,6 +103,73 @@ def wheel_script() -> str | None:
             if os.access(path, os.X_OK):
                 return str(path)
     return None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start a gdb: the words before gdb's own arguments, and the variables set over
+    its environment."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+
+
+def launch(path: str) -> Launch:
+    """How to start the gdb at ``path``. The wheel's ``gdb`` is a Python script that only
+    execs the binary it bundles, with the data directory and this interpreter's paths: that
+    binary is run directly, exactly as the script runs it, which saves the script's own
+    Python start (60-80 ms of every session's first stop, more on a loaded machine). When
+    the script would first have work to do (linking libpython into a new venv), or the
+    wheel's layout is not the one known here, the script runs as it is."""
+    if path != _bundled()[0]:
+        return Launch((path,), {})
+    vendored = _vendored()
+    if vendored is None:
+        return Launch((path,), {})
+    binary, data = vendored
+    loader = _loader()
+    env = {"PYTHONNOUSERSITE": "1", "PYTHONHOME": f"{sys.prefix}:{sys.exec_prefix}",
+           "PYTHONPATH": os.pathsep.join([os.path.dirname(path), *_default_module_path()])}
+    return Launch((*((loader,) if loader else ()), binary, "--data-directory", data), env)
+
+
+@functools.cache
+def _vendored() -> tuple[str, str] | None:
+    """The wheel's gdb binary and data directory, when the script may be bypassed: they
+    exist, and this interpreter's shared libpython is where the binary's RUNPATH finds it
+    (in a venv, the script links it there on its first run)."""
+    spec = importlib.util.find_spec("gdb_for_pwndbg")
+    name = sysconfig.get_config_var("INSTSONAME") or ""
+    if spec is None or spec.origin is None or not (Path(sys.exec_prefix) / "lib" / name).exists():
+        return None
+    vendor = Path(spec.origin).parent / "_vendor"
+    binary, data = vendor / "bin" / "gdb", vendor / "share" / "gdb"
+    if not (os.access(binary, os.X_OK) and data.is_dir()):
+        return None
+    return str(binary), str(data)
+
+
+def _loader() -> str | None:
+    """The dynamic loader this process runs under, which the wheel's script runs its binary
+    with (the binary's own interpreter path may not exist on every system)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            for line in maps:
+                fields = line.split()
+                if len(fields) >= 6 and "x" in fields[1] and os.path.basename(fields[5]).startswith("ld-linux"):
+                    return fields[5]
+    except OSError:
+        return None
+    return None
+
+
+def _default_module_path() -> list[str]:
+    """This interpreter's module path as a program started without ``PYTHONPATH`` sees it
+    (what the wheel's script, started so, passes on to gdb's Python): ``sys.path`` without
+    this program's own directory and without the user's ``PYTHONPATH`` entries."""
+    own = sys.path if sys.flags.isolated or sys.flags.safe_path else sys.path[1:]
+    user = {os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry}
+    return [entry for entry in own if entry and os.path.abspath(entry) not in user]
 
 
 def shared_libpython() -> str | None:

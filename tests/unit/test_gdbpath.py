@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -88,3 +89,42 @@ def test_scripts_called_gdb_on_path_are_not_the_system_gdb(tmp_path: Path, monke
     real = _program(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{shims}{os.pathsep}{real.parent}")
     assert gdbpath.system_gdb() == str(real)
+
+
+#: In a fresh mixdbg-like program (this test process's sys.path is pytest's): gdb's Python,
+#: started by the wheel's script and as mixdbg starts it, asked for its module path,
+#: environment and data directory, printed as JSON.
+SIDE_BY_SIDE = """
+import json, subprocess
+from mixdbg import gdbpath
+from mixdbg.gdbmi import gdb_environment
+script = gdbpath.wheel_script()
+how = gdbpath.launch(script)
+ask = ["-nx", "-batch", "-ex", "python import sys, os, gdb; print(sys.path, os.environ.get('PYTHONHOME'), "
+       "gdb.PYTHONDIR); import mixdbg; print(mixdbg.__file__)"]
+def run(argv, env):
+    return subprocess.run(argv + ask, capture_output=True, text=True, timeout=60, env=env, check=True).stdout
+print(json.dumps({"argv": how.argv, "script": run([script], gdb_environment()),
+                  "direct": run(list(how.argv), {**gdb_environment(), **how.env})}))
+"""
+
+
+def test_the_wheels_binary_runs_as_its_script_would_run_it(tmp_path: Path) -> None:
+    script = gdbpath.wheel_script()
+    if script is None or gdbpath.shared_libpython() is None:
+        pytest.skip(f"{gdbpath.WHEEL} is not usable for {sys.executable}")
+    # Given a user's PYTHONPATH (the script, started without it, passes none on to gdb)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    # When gdb's Python runs once started by the wheel's script, once as mixdbg starts it
+    done = subprocess.run([sys.executable, "-c", SIDE_BY_SIDE], capture_output=True, text=True, timeout=120,
+                          env=env, check=True)
+    seen = json.loads(done.stdout)
+    # Then mixdbg ran the bundled binary, not the script, and gdb saw the same: the script is the oracle
+    assert script not in seen["argv"] and seen["argv"][-2] == "--data-directory", seen["argv"]
+    assert seen["direct"] == seen["script"] and "mixdbg" in seen["direct"], seen
+    assert str(tmp_path) not in seen["direct"]
+
+
+def test_any_other_gdb_runs_as_it_is(tmp_path: Path) -> None:
+    mine = str(_program(tmp_path))
+    assert gdbpath.launch(mine) == gdbpath.Launch((mine,), {})
