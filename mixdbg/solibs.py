@@ -33,14 +33,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from mixdbg import debugfiles, indexcache
+from mixdbg import debugfiles, indexcache, unwindstub
 from mixdbg.breakpoints import BreakSpec
 from mixdbg.elfsections import ElfFormatError, section_contains
 from mixdbg.engine.progress import ProgressWatch
 from mixdbg.events import Event
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, mi_quote
 from mixdbg.gdbtext import library_regex
-from mixdbg.rundir import keep_cached, read_cached
+from mixdbg.rundir import cache_directory, keep_cached, read_cached
 
 log = logging.getLogger(__name__)
 
@@ -249,6 +249,9 @@ class SymbolReader:
         self._swept: set[str] = set()
         #: Libraries read with DWARF that gdb's index cache has no entry for (``indexcache``).
         self.unindexed: set[str] = set()
+        #: Leave heavy libraries bound by address unread (``unwindstub``): set where nobody
+        #: waits at a stop (a run that reports its stops and goes on).
+        self.unwind_only = False
 
     def search(self) -> debugfiles.Search:
         """Where this gdb finds separate debug files."""
@@ -318,10 +321,27 @@ class SymbolReader:
         program runs meanwhile: a stop in one waits for gdb to finish, then shows its
         frames); ``binder`` checks its places against gdb's."""
         deferred, self.deferred = self.deferred, []
+        if self.unwind_only:
+            deferred = [path for path in deferred if not self._leave_unread(path)]
         if deferred:
             self.read_running(inferior, *deferred)
         if binder is not None and deferred:
             binder.learn(deferred, [spec for spec in specs if name_key(spec) is not None])
+
+    def _leave_unread(self, path: str) -> bool:
+        """Whether gdb's read of ``path`` would be mostly minimal symbols (``unwindstub.heavy``:
+        libtorch_cpu's 530,000, 4-5 s of gdb's CPU, half of the seed run under gdb -batch):
+        then gdb's helper unwinds a stack through it from a stub of its unwind tables and
+        names its frames from its ELF symbol table, and gdb does not read it."""
+        if not unwindstub.heavy(path):
+            return False
+        try:
+            stub = unwindstub.write_stub(path, cache_directory() / "unwind-stubs")
+        except (OSError, ElfFormatError) as err:
+            log.info("unwind stub of %s: %s", path, err)
+            return False
+        self._gdb.console(f"mixdbg-unwind-only {path} {stub}")
+        return True
 
     def read_running(self, inferior: str, *paths: str) -> None:
         """Read ``paths`` (every loaded library: none given) while the program runs in
