@@ -333,8 +333,8 @@ class SymbolReader:
         libtorch_cpu's 530,000, 4-5 s of gdb's CPU, half of the seed run under gdb -batch):
         then gdb's helper unwinds a stack through it from a stub of its unwind tables and
         names its frames from its ELF symbol table, and gdb does not read it."""
-        if not unwindstub.heavy(path):
-            return False
+        if self._gdb.debuginfod or not unwindstub.heavy(path) or self.symbol_bytes(path)[1]:
+            return False  # DWARF (a separate debug file's, or debuginfod's): gdb reads it
         try:
             stub = unwindstub.write_stub(path, cache_directory() / "unwind-stubs")
         except (OSError, ElfFormatError) as err:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 import pytest
 
 from mixdbg import unwindstub
 from mixdbg.elfsections import SHT_NOBITS, read_sections
+from mixdbg.gdbmi import GdbMi
+from mixdbg.solibs import SymbolReader
 
 SOURCE = """\
 static int helper(int x) { int doubled = x * 2; return doubled; }
@@ -100,3 +102,39 @@ def _address(library: Path, name: str) -> int:
     match = re.search(rf"\]\s+{re.escape(name)}\s+\S+\s+([0-9a-f]+)", out)
     assert match is not None
     return int(match.group(1), 16)
+
+
+class FakeGdb:
+    """What SymbolReader asks of gdb when it leaves a library unread: its debuginfod opt-in,
+    and console commands (recorded)."""
+
+    def __init__(self, debuginfod: bool = False) -> None:
+        self.debuginfod = debuginfod
+        self.consoles: list[str] = []
+
+    def console(self, command: str) -> dict[str, Any]:
+        self.consoles.append(command)
+        return {}
+
+
+@pytest.mark.parametrize(("flags", "debuginfod", "left"), [((), False, True), (("-g",), False, False),
+                                                          ((), True, False)])
+def test_a_heavy_library_without_dwarf_is_left_unread_with_its_stub(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: tuple[str, ...], debuginfod: bool, left: bool) -> None:
+    # Given a session where nobody waits at a stop, and a library bound by address at its load
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(unwindstub, "HEAVY_SYMTAB_BYTES", 0)
+    library = build(tmp_path, *flags)
+    gdb = FakeGdb(debuginfod)
+    reader = SymbolReader(cast(GdbMi, gdb))
+    reader.unwind_only = True
+    reader.deferred = [str(library)]
+    read: list[tuple[str, ...]] = []
+    monkeypatch.setattr(reader, "read_running", lambda inferior, *paths: read.append(paths))
+    # When the session reads the libraries it bound by address
+    reader.read_deferred(None, [], "i1")
+    # Then one without DWARF is not read: gdb's helper gets its stub; with DWARF (its own,
+    # or maybe debuginfod's) gdb reads it
+    assert read == ([] if left else [(str(library),)])
+    stubs = list((tmp_path / "cache" / "mixdbg" / "unwind-stubs").glob("libtiny.so-*"))
+    assert gdb.consoles == ([f"mixdbg-unwind-only {library} {stubs[0]}"] if left else [])
