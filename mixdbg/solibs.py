@@ -26,6 +26,7 @@ every library (``configure``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -335,8 +336,10 @@ class SymbolReader:
         names its frames from its ELF symbol table, and gdb does not read it."""
         if self._gdb.debuginfod or not unwindstub.heavy(path) or self.symbol_bytes(path)[1]:
             return False  # DWARF (a separate debug file's, or debuginfod's): gdb reads it
+        identity = _identity(path) or path  # a stub per file as it is now
+        name = f"{os.path.basename(path)}-{hashlib.sha1(identity.encode()).hexdigest()[:16]}.unwind"
         try:
-            stub = unwindstub.write_stub(path, cache_directory() / "unwind-stubs")
+            stub = unwindstub.write_stub(path, cache_directory() / "unwind-stubs" / name)
         except (OSError, ElfFormatError) as err:
             log.info("unwind stub of %s: %s", path, err)
             return False

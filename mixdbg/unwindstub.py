@@ -19,7 +19,6 @@ Only the standard library: this runs in gdb's Python too.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import os
 import struct
 from array import array
@@ -56,16 +55,8 @@ def heavy(path: str) -> bool:
             and all(name in sections and sections[name].has_bytes for name in _UNWIND) and _CODE in sections)
 
 
-def stub_path(path: str, directory: Path) -> Path:
-    """Where the stub of the library at ``path`` is kept: by the file's identity."""
-    status = os.stat(path)
-    identity = f"{os.path.realpath(path)}:{status.st_dev}:{status.st_ino}:{status.st_mtime_ns}:{status.st_size}"
-    return directory / f"{os.path.basename(path)}-{hashlib.sha1(identity.encode()).hexdigest()[:16]}.unwind"
-
-
-def write_stub(path: str, directory: Path) -> Path:
-    """The stub of the library at ``path`` (see the module doc), written once into ``directory``."""
-    target = stub_path(path, directory)
+def write_stub(path: str, target: Path) -> Path:
+    """The stub of the library at ``path`` (see the module doc) as ``target``, written once."""
     if target.exists():
         return target
     with open(path, "rb") as stream:
@@ -96,7 +87,7 @@ def write_stub(path: str, directory: Path) -> Path:
     # ehsize, phentsize, phnum, shentsize, shnum, shstrndx
     body[0:64] = ident[:16] + struct.pack("<HHIQQQIHHHHHH", 3, struct.unpack_from("<H", ident, 18)[0], 1, 0, 0,
                                           table_at, 0, 64, 0, 0, _SECTION.size, len(kept) + 2, len(kept) + 1)
-    directory.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.part")
     partial.write_bytes(body)
     os.replace(partial, target)

@@ -63,7 +63,7 @@ def test_every_address_of_a_function_names_it_as_nm_does(tmp_path: Path) -> None
 def test_the_stub_holds_the_unwind_tables_at_their_addresses_and_no_code(tmp_path: Path) -> None:
     # Given a library, and its stub
     library = build(tmp_path)
-    stub = unwindstub.write_stub(str(library), tmp_path / "stubs")
+    stub = unwindstub.write_stub(str(library), tmp_path / "stubs" / "libtiny.unwind")
     with open(library, "rb") as stream:
         original = read_sections(stream)
         tables = {name: _bytes(stream, original[name].offset, original[name].size)
@@ -78,7 +78,7 @@ def test_the_stub_holds_the_unwind_tables_at_their_addresses_and_no_code(tmp_pat
     assert set(kept) == {".text", ".eh_frame", ".eh_frame_hdr", ".shstrtab"}
     assert unwindstub.code_address(stub) == _address(library, ".text")
     # and a second call finds it
-    assert unwindstub.write_stub(str(library), tmp_path / "stubs") == stub
+    assert unwindstub.write_stub(str(library), tmp_path / "stubs" / "libtiny.unwind") == stub
 
 
 def test_only_a_large_symbol_table_without_dwarf_is_heavy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
