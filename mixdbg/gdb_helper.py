@@ -16,7 +16,8 @@ gdb with Python):
 - ``mixdbg-locals FRAME_ADDRESS OUTFILE``: a Python frame's locals.
 - ``mixdbg-stack`` first reads the symbols of the libraries its frames are in (mixdbg
   keeps ``auto-solib-add off``: see ``mixdbg.solibs``): without them gdb can neither name
-  nor unwind their frames.
+  nor unwind their frames. A library mixdbg leaves unread (``mixdbg-unwind-only``, see
+  ``mixdbg.gdb_unwind``) is unwound from its stub instead, for that walk only.
 - ``mixdbg-warm NAME...``: expand the debug info of the files that define NAMEs (the
   interpreter's call path: ``mixdbg.stopview.CALL_PATH``) ahead of the first stack or Step
   Into that needs it.

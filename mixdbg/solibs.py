@@ -16,7 +16,9 @@ A launched program's libraries loaded before its first line (the interpreter's) 
 the same way before the gate opens, and all the others once the session loop starts, while
 the program runs (``read_all``): a stack or a step may need them, no breakpoint can. Which
 names a library holds is kept across sessions (``LibraryFacts``), keyed by the file's
-identity.
+identity. Where nobody waits at a stop (``--json``, ``--no-prompt``), a library bound by
+address whose symbols are only a large ELF symbol table is never read: stacks go through
+it with a stub of its unwind tables (``unwindstub``).
 
 A fork child is the exception: gdb looks for its libraries once, as it creates it, and
 reads them only under ``auto-solib-add on``; gdb's helper turns that on as the inferior is
