@@ -21,8 +21,8 @@ from mixdbg.unwindstub import SymbolTable, code_address, load_base
 #: Library (real path) -> its stub, for the libraries mixdbg leaves unread.
 _STUBS: dict[str, str] = {}
 _TABLES: dict[str, SymbolTable] = {}
-#: The stubs added for the current walk: an address inside each (what removes it).
-_ADDED: list[int] = []
+#: The stubs added for the current walk, by library: an address inside each (what removes it).
+_ADDED: dict[str, int] = {}
 
 
 def register(path: str, stub: str) -> None:
@@ -40,20 +40,20 @@ def add_stubs(paths: list[str]) -> None:
     pid = gdb.selected_inferior().pid
     for path in paths:
         base = load_base(pid, path)
-        if base is None:
+        if base is None or os.path.realpath(path) in _ADDED:  # another thread's walk added it
             continue
         try:
             gdb.execute(f"add-symbol-file {_STUBS[os.path.realpath(path)]} -o {base:#x}", to_string=True)
         except gdb.error as err:  # the stack then stops at the library, as without symbols
             gdb.write(f"mixdbg: adding an unwind stub: {err}\n", gdb.STDLOG)
             continue
-        _ADDED.append(base + code_address(_STUBS[os.path.realpath(path)]))
+        _ADDED[os.path.realpath(path)] = base + code_address(_STUBS[os.path.realpath(path)])
 
 
 def remove_stubs() -> None:
     """Remove the stubs the walk added."""
     while _ADDED:
-        address = _ADDED.pop()
+        _, address = _ADDED.popitem()
         try:
             gdb.execute(f"remove-symbol-file -a {address:#x}", to_string=True)
         except gdb.error as err:
