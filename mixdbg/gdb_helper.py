@@ -152,9 +152,9 @@ def _read_stack_symbols(max_frames):
         if not unread:
             return
         unwind_only = [path for path in unread if gdb_unwind.unwind_only(path)]
-        gdb_unwind.add_stubs(unwind_only)
-        stubbed += unwind_only
-        read = [path for path in unread if path not in unwind_only]
+        failed = gdb_unwind.add_stubs(unwind_only)
+        stubbed += [path for path in unwind_only if path not in failed]
+        read = [path for path in unread if path not in stubbed]
         if read:
             gdb.execute("sharedlibrary " + "\\|".join(library_regex(path) for path in read), to_string=True)
 

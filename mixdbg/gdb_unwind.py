@@ -35,19 +35,25 @@ def unwind_only(path: str) -> bool:
     return os.path.realpath(path) in _STUBS
 
 
-def add_stubs(paths: list[str]) -> None:
-    """Add the stubs of ``paths`` (unread libraries of the selected process) for one walk."""
+def add_stubs(paths: list[str]) -> list[str]:
+    """Add the stubs of ``paths`` (unread libraries of the selected process) for one walk;
+    those whose stub could not be added (gdb must read them)."""
     pid = gdb.selected_inferior().pid
+    failed = []
     for path in paths:
+        real = os.path.realpath(path)
         base = load_base(pid, path)
-        if base is None or os.path.realpath(path) in _ADDED:  # another thread's walk added it
+        if real in _ADDED:  # another thread's walk added it
             continue
         try:
-            gdb.execute(f"add-symbol-file {_STUBS[os.path.realpath(path)]} -o {base:#x}", to_string=True)
-        except gdb.error as err:  # the stack then stops at the library, as without symbols
+            if base is None:
+                raise gdb.error(f"{path} is not mapped")
+            gdb.execute(f"add-symbol-file {_STUBS[real]} -o {base:#x}", to_string=True)
+            _ADDED[real] = base + code_address(_STUBS[real])
+        except (gdb.error, OSError) as err:  # e.g. the stub was removed meanwhile
             gdb.write(f"mixdbg: adding an unwind stub: {err}\n", gdb.STDLOG)
-            continue
-        _ADDED[os.path.realpath(path)] = base + code_address(_STUBS[os.path.realpath(path)])
+            failed.append(path)
+    return failed
 
 
 def remove_stubs() -> None:

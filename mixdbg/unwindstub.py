@@ -30,6 +30,8 @@ from mixdbg.elfsections import ElfFormatError, Section, first_load_bias, read_se
 #: A library is heavy when its symbol table is at least this large and it has no DWARF:
 #: gdb's read of it is then mostly minimal symbols (libtorch_cpu: 12 MB of .symtab).
 HEAVY_SYMTAB_BYTES = 4 << 20
+#: How many stubs are kept (the newest).
+KEPT_STUBS = 8
 #: The sections a stub keeps: the code's range (no bytes), and the unwind tables.
 _CODE, _UNWIND = ".text", (".eh_frame", ".eh_frame_hdr")
 _DWARF = (".debug_info", ".zdebug_info", ".gnu_debuglink")
@@ -91,7 +93,16 @@ def write_stub(path: str, target: Path) -> Path:
     partial = target.with_suffix(f".{os.getpid()}.part")
     partial.write_bytes(body)
     os.replace(partial, target)
+    _prune(target.parent)
     return target
+
+
+def _prune(directory: Path) -> None:
+    """Keep the ``KEPT_STUBS`` newest stubs in ``directory`` (one per library build: 21 MB
+    for libtorch_cpu's)."""
+    stubs = sorted(directory.glob("*.unwind"), key=lambda stub: stub.stat().st_mtime_ns, reverse=True)
+    for old in stubs[KEPT_STUBS:]:
+        old.unlink(missing_ok=True)
 
 
 def _section_headers(stream: BinaryIO, ident: bytes) -> dict[str, tuple[int, ...]]:

@@ -77,8 +77,12 @@ def test_the_stub_holds_the_unwind_tables_at_their_addresses_and_no_code(tmp_pat
     assert kept[".text"].type == SHT_NOBITS and kept[".text"].size == original[".text"].size
     assert set(kept) == {".text", ".eh_frame", ".eh_frame_hdr", ".shstrtab"}
     assert unwindstub.code_address(stub) == _address(library, ".text")
-    # and a second call finds it
+    # and a second call finds it; the newest stubs are kept, no more
     assert unwindstub.write_stub(str(library), tmp_path / "stubs" / "libtiny.unwind") == stub
+    for number in range(unwindstub.KEPT_STUBS + 2):
+        unwindstub.write_stub(str(library), tmp_path / "stubs" / f"libtiny{number}.unwind")
+    assert len(list((tmp_path / "stubs").glob("*.unwind"))) == unwindstub.KEPT_STUBS
+    assert (tmp_path / "stubs" / f"libtiny{unwindstub.KEPT_STUBS + 1}.unwind").exists()
 
 
 def test_only_a_large_symbol_table_without_dwarf_is_heavy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
