@@ -16,7 +16,8 @@ gdb with Python):
 - ``mixdbg-locals FRAME_ADDRESS OUTFILE``: a Python frame's locals.
 - ``mixdbg-stack`` first reads the symbols of the libraries its frames are in (mixdbg
   keeps ``auto-solib-add off``: see ``mixdbg.solibs``): without them gdb can neither name
-  nor unwind their frames.
+  nor unwind their frames. A library mixdbg leaves unread (``mixdbg-unwind-only``, see
+  ``mixdbg.gdb_unwind``) is unwound from its stub instead, for that walk only.
 - ``mixdbg-warm NAME...``: expand the debug info of the files that define NAMEs (the
   interpreter's call path: ``mixdbg.stopview.CALL_PATH``) ahead of the first stack or Step
   Into that needs it.
@@ -41,6 +42,7 @@ import gdb  # type: ignore[import-not-found]
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from mixdbg import gdb_unwind
 from mixdbg.gdbtext import library_regex
 from mixdbg.memory import MemoryReadError
 from mixdbg.pyframes import Unsupported, open_interpreter
@@ -105,7 +107,7 @@ def _native_frame(gdb_frame, level):
     except gdb.error:
         pass
     library = gdb.solib_name(pc) or gdb.current_progspace().filename
-    return {"kind": "native", "function": gdb_frame.name() or "??", "file": file_name, "line": line,
+    return {"kind": "native", "function": gdb_unwind.frame_name(gdb_frame) or "??", "file": file_name, "line": line,
             "library": library, "address": f"{pc:#x}", "level": level,
             "inline": gdb_frame.type() == gdb.INLINE_FRAME}
 
@@ -123,13 +125,13 @@ def _has_symbols(path):
     return True
 
 
-def _unread_libraries(max_frames):
-    """The libraries of the selected thread's frames whose symbols gdb has not read."""
+def _unread_libraries(max_frames, skip):
+    """The libraries of the selected thread's frames whose symbols gdb has not read (but ``skip``)."""
     unread = []
     gdb_frame, count = gdb.newest_frame(), 0
     while gdb_frame is not None and count < max_frames:
         path = gdb.solib_name(gdb_frame.pc())
-        if path and path not in unread and not _has_symbols(path):
+        if path and path not in unread and path not in skip and not _has_symbols(path):
             unread.append(path)
         try:
             gdb_frame, count = gdb_frame.older(), count + 1
@@ -142,12 +144,19 @@ def _read_stack_symbols(max_frames):
     """Read the symbols of every library the selected thread's stack goes through (a
     library's unwind tables come with them: the walk goes further each round). The
     libraries of a round are read by one command, so that gdb re-resolves the breakpoints
-    once for them, not once per library."""
+    once for them, not once per library. Those mixdbg leaves unread get their unwind stubs
+    instead (``gdb_unwind``; ``mixed_stacks`` removes them)."""
+    stubbed = []
     for _ in range(_SYMBOL_ROUNDS):
-        unread = _unread_libraries(max_frames)
+        unread = _unread_libraries(max_frames, stubbed)
         if not unread:
             return
-        gdb.execute("sharedlibrary " + "\\|".join(library_regex(path) for path in unread), to_string=True)
+        unwind_only = [path for path in unread if gdb_unwind.unwind_only(path)]
+        failed = gdb_unwind.add_stubs(unwind_only)
+        stubbed += [path for path in unwind_only if path not in failed]
+        read = [path for path in unread if path not in stubbed]
+        if read:
+            gdb.execute("sharedlibrary " + "\\|".join(library_regex(path) for path in read), to_string=True)
 
 
 def _native_frames(max_frames):
@@ -222,6 +231,13 @@ def _number_depths(frames):
 def mixed_stacks(max_frames, every_thread):
     """The selected thread's stack, plus every thread's (``threads``) when asked."""
     interpreter, threads = _python_threads()
+    try:
+        return _mixed_stacks(max_frames, every_thread, interpreter, threads)
+    finally:
+        gdb_unwind.remove_stubs()
+
+
+def _mixed_stacks(max_frames, every_thread, interpreter, threads):
     result = _mixed(max_frames, interpreter, threads)
     if every_thread:
         selected, frame = gdb.selected_thread(), gdb.selected_frame()

@@ -126,6 +126,7 @@ class Session:
         self._releasing = False
         self.call_safety = calls.CallSafety(True, "not checked yet")
         self.solibs = SymbolReader(self.gdb, emit)
+        self.solibs.unwind_only = auto_continue  # nobody waits at a stop: see SymbolReader
         self.table = BreakpointTable(self.gdb, emit, self.tree, self.solibs, self.view.demangle, python,
                                      by_address=follow == FOLLOW_NONE,
                                      attached=lambda: self.state != "detached", pid=lambda: self.pid,

@@ -16,7 +16,9 @@ A launched program's libraries loaded before its first line (the interpreter's) 
 the same way before the gate opens, and all the others once the session loop starts, while
 the program runs (``read_all``): a stack or a step may need them, no breakpoint can. Which
 names a library holds is kept across sessions (``LibraryFacts``), keyed by the file's
-identity.
+identity. Where nobody waits at a stop (``--json``, ``--no-prompt``), a library bound by
+address whose symbols are only a large ELF symbol table is never read: stacks go through
+it with a stub of its unwind tables (``unwindstub``).
 
 A fork child is the exception: gdb looks for its libraries once, as it creates it, and
 reads them only under ``auto-solib-add on``; gdb's helper turns that on as the inferior is
@@ -26,6 +28,7 @@ every library (``configure``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -33,14 +36,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from mixdbg import debugfiles, indexcache
+from mixdbg import debugfiles, indexcache, unwindstub
 from mixdbg.breakpoints import BreakSpec
 from mixdbg.elfsections import ElfFormatError, section_contains
 from mixdbg.engine.progress import ProgressWatch
 from mixdbg.events import Event
 from mixdbg.gdbmi import SLOW_COMMAND_TIMEOUT, GdbCommandError, GdbMi, mi_quote
 from mixdbg.gdbtext import library_regex
-from mixdbg.rundir import keep_cached, read_cached
+from mixdbg.rundir import cache_directory, keep_cached, read_cached
 
 log = logging.getLogger(__name__)
 
@@ -249,6 +252,9 @@ class SymbolReader:
         self._swept: set[str] = set()
         #: Libraries read with DWARF that gdb's index cache has no entry for (``indexcache``).
         self.unindexed: set[str] = set()
+        #: Leave heavy libraries bound by address unread (``unwindstub``): set where nobody
+        #: waits at a stop (a run that reports its stops and goes on).
+        self.unwind_only = False
 
     def search(self) -> debugfiles.Search:
         """Where this gdb finds separate debug files."""
@@ -318,10 +324,29 @@ class SymbolReader:
         program runs meanwhile: a stop in one waits for gdb to finish, then shows its
         frames); ``binder`` checks its places against gdb's."""
         deferred, self.deferred = self.deferred, []
+        if self.unwind_only:
+            deferred = [path for path in deferred if not self._leave_unread(path)]
         if deferred:
             self.read_running(inferior, *deferred)
         if binder is not None and deferred:
             binder.learn(deferred, [spec for spec in specs if name_key(spec) is not None])
+
+    def _leave_unread(self, path: str) -> bool:
+        """Whether gdb's read of ``path`` would be mostly minimal symbols (``unwindstub.heavy``:
+        libtorch_cpu's 530,000, 4-5 s of gdb's CPU, half of the seed run under gdb -batch):
+        then gdb's helper unwinds a stack through it from a stub of its unwind tables and
+        names its frames from its ELF symbol table, and gdb does not read it."""
+        if self._gdb.debuginfod or not unwindstub.heavy(path) or self.symbol_bytes(path)[1]:
+            return False  # DWARF (a separate debug file's, or debuginfod's): gdb reads it
+        identity = _identity(path) or path  # a stub per file as it is now
+        name = f"{os.path.basename(path)}-{hashlib.sha1(identity.encode()).hexdigest()[:16]}.unwind"
+        try:
+            stub = unwindstub.write_stub(path, cache_directory() / "unwind-stubs" / name)
+        except (OSError, ElfFormatError) as err:
+            log.info("unwind stub of %s: %s", path, err)
+            return False
+        self._gdb.console(f"mixdbg-unwind-only {path} {stub}")
+        return True
 
     def read_running(self, inferior: str, *paths: str) -> None:
         """Read ``paths`` (every loaded library: none given) while the program runs in

@@ -40,6 +40,7 @@ import gdb  # type: ignore[import-untyped, import-not-found, unused-ignore]
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 if _PACKAGE_PARENT not in sys.path:
     sys.path.append(_PACKAGE_PARENT)
+from mixdbg import gdb_unwind
 from mixdbg.pyframes.objects import register_summary
 from mixdbg.pytorch import (
     arguments,
@@ -62,9 +63,12 @@ def _at_entry(frame: Any) -> bool:
     that leaves the argument registers alone (where gdb puts a breakpoint on a function
     that has no line info)."""
     pc = frame.pc()
-    where = console(f"info symbol {pc:#x}")
-    match = _OFFSET.search(where)
-    offset = int(match.group(1)) if match else 0
+    unread = gdb_unwind.function(pc)  # in a library mixdbg leaves unread
+    if unread is not None:
+        offset = pc - unread[1]
+    else:
+        match = _OFFSET.search(console(f"info symbol {pc:#x}"))
+        offset = int(match.group(1)) if match else 0
     return offset == 0 or (offset in (4, 8) and _read(pc - offset, offset) in _PROLOGUES)
 
 
@@ -116,7 +120,7 @@ def frame_arguments(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("layout") is None:
         return {"error": "not decoded: no debug info for this function"}
     function = frame.function()  # with debug info, its name has the parameter types
-    parsed = arguments.signature(function.name if function is not None else frame.name() or "")
+    parsed = arguments.signature(function.name if function is not None else gdb_unwind.frame_name(frame) or "")
     if parsed is None:
         return {"error": "no signature for this function"}
     if not _at_entry(frame):

@@ -65,6 +65,12 @@ def stops(result: MixdbgRun) -> list[tuple[int, str, str | None]]:
             for stop in result.of("stopped")]
 
 
+def full_stack(stop: dict[str, Any]) -> list[tuple[str, str | None, Any, Any]]:
+    """Every frame of a stop: kind, function, library or file, line."""
+    return [(frame["kind"], frame["function"], frame["library"] or frame["file"], frame["line"])
+            for frame in stop["frames"]]
+
+
 def places_known(cache: Path) -> dict[str, list[Any]]:
     path = cache / "mixdbg" / "breakpoint-places-v2.json"
     return json.loads(path.read_text()) if path.exists() else {}
@@ -82,6 +88,13 @@ def test_the_seed_run_again_stops_where_it_stopped(torch_installed: None, tmp_pa
     assert stops(second) == stops(first) and len(stops(first)) >= 4
     assert final_locations(second) == final_locations(first)
     assert all(function for places in final_locations(second).values() for function, _, _ in places)
+    # without gdb reading libtorch_cpu.so (a run that reports its stops and goes on): its
+    # frames unwound from the stub of its unwind tables and named from its ELF symbol
+    # table are the frames of the first run, where gdb read it; randn's arguments too
+    assert list((tmp_path / "cache" / "mixdbg" / "unwind-stubs").glob("libtorch_cpu.so-*"))
+    assert [full_stack(stop) for stop in second.of("stopped")] == [full_stack(stop) for stop in first.of("stopped")]
+    assert [stop.get("arguments") for stop in second.of("stopped")] == \
+        [stop.get("arguments") for stop in first.of("stopped")]
 
 
 @pytest.mark.slow
