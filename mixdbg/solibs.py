@@ -249,6 +249,9 @@ class SymbolReader:
         self._swept: set[str] = set()
         #: Libraries read with DWARF that gdb's index cache has no entry for (``indexcache``).
         self.unindexed: set[str] = set()
+        #: Called before gdb reads libraries where it must resolve these function specs'
+        #: names itself (the breakpoint table gives back the names it withheld).
+        self.resolving: Callable[[list[BreakSpec]], None] = lambda specs: None
 
     def search(self) -> debugfiles.Search:
         """Where this gdb finds separate debug files."""
@@ -308,6 +311,8 @@ class SymbolReader:
             # often its caller, in the stack of its stop, and gdb resolves the names once for
             # both (librados read after libceph-common alone: 11 s more at the stop)
             self.deferred += absent
+        if now and named:
+            self.resolving(named)
         self.read(*now)
         if binder is not None and named:
             binder.learn(now, named)
@@ -403,5 +408,8 @@ class SymbolReader:
     def read_unread(self, specs: list[BreakSpec], kernel_library: str | None) -> None:
         """A breakpoint added later: read the loaded libraries it can be in that gdb has
         not read yet."""
-        self.read(*[path for path in self.unread() if wanted(self._facts, path, specs, kernel_library)])
+        paths = [path for path in self.unread() if wanted(self._facts, path, specs, kernel_library)]
+        if paths:
+            self.resolving(specs)
+        self.read(*paths)
         self._facts.save()

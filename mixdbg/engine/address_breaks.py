@@ -112,8 +112,10 @@ class AddressBreakpoints:
                     if os.path.realpath(library) in read}
         stale = []
         for breakpoint in breakpoints:
+            if breakpoint.name_number is None:
+                continue  # its name is withheld (breakpoint_table): gdb has no places of its own
             try:
-                table = self._gdb.command(f"-break-info {breakpoint.number}").get("BreakpointTable", {})
+                table = self._gdb.command(f"-break-info {breakpoint.name_number}").get("BreakpointTable", {})
             except GdbCommandError as err:
                 log.info("breakpoint %d: %s", breakpoint.number, err.gdb_message)
                 continue
