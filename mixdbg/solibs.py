@@ -129,6 +129,12 @@ class LibraryFacts:
                 for _, facts in files for name in _LINE_SECTIONS) or self._may_download(files)
         return self._lines[identity]
 
+    def identity(self, path: str) -> str | None:
+        """The library as gdb would read it now: its file's identity and its debug files'
+        (and whether debuginfod may bring some); None when it cannot be read."""
+        found = self._symbol_files(path)
+        return found[0] if found is not None else None
+
     def _may_download(self, files: list[tuple[Path, debugfiles.ElfFacts]]) -> bool:
         """Whether debuginfod could bring the library's debug info (none found here)."""
         return self.search.debuginfod_cache is not None and len(files) == 1 and files[0][1].build_id is not None
@@ -256,6 +262,11 @@ class SymbolReader:
     def search(self) -> debugfiles.Search:
         """Where this gdb finds separate debug files."""
         return self._facts.search
+
+    def identity(self, path: str) -> str | None:
+        """Library ``path`` with the files gdb reads its symbols from, as they are now
+        (``LibraryFacts.identity``)."""
+        return self._facts.identity(path)
 
     def symbol_bytes(self, path: str) -> tuple[int, bool]:
         """Bytes of DWARF and symbol tables gdb reads for library ``path`` (its debug files'

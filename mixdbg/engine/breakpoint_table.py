@@ -42,7 +42,7 @@ class BreakpointTable:
         self._trap_specs: list[BreakSpec] = []
         self.ops = OperatorBreakpoints(gdb, self._insert, demangle, tree.inferior_of, python, by_address=by_address,
                                        layout_of=layout_of)
-        self.addresses = AddressBreakpoints(gdb, self._insert, tree.inferior_of, by_address)
+        self.addresses = AddressBreakpoints(gdb, self._insert, tree.inferior_of, by_address, solibs.identity)
         self._renamed: dict[int, int] = {}  # gdb number of a name made again -> its breakpoint
         solibs.resolving = self.restore
 

@@ -60,6 +60,11 @@ def test_a_known_place_stops_without_gdb_resolving_the_name(shipped: ShippedLibr
     first, first_commands = run_logged(shipped, cache, tmp_path / "first.log")
     assert where(first) == [(1, "mx_gi_user", "mxalias.c", shipped.line("gi_user"))], first.stderr[-2000:]
     assert not [command for command in first_commands if command.startswith("-break-delete")]
+    # by the identity of the library and of its debug file (gdb places a breakpoint by the
+    # line table when it has one, and would not check the known place while it is withheld)
+    places = json.loads((cache / "mixdbg" / "breakpoint-places-v2.json").read_text())
+    assert [key for key in places if str(shipped.library) in key and str(shipped.debug_file) in key
+            and key.endswith(f" {SPEC}")], list(places)
     # When the same breakpoint is set in a second session with that cache
     second, commands = run_logged(shipped, cache, tmp_path / "second.log")
     # Then it stops at the same place, reported as the same breakpoint, always at the place
