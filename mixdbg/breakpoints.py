@@ -121,6 +121,16 @@ class Breakpoint:
     by_name: list[Location] = field(default_factory=list)
     addressed: dict[int, list[Location]] = field(default_factory=dict)
     ignore_count: int = 0  # hits gdb lets pass before it stops (an editor's hit condition)
+    #: Function specs: the name's gdb breakpoint is deleted for now (bound by address where
+    #: gdb put it before), and the one made again when gdb had to resolve the name after all.
+    withheld: bool = False
+    renamed: int | None = None
+
+    @property
+    def name_number(self) -> int | None:
+        """The gdb breakpoint of the spec's name: ``number``, or the one made again after it
+        was withheld; None while withheld (``engine.breakpoint_table``)."""
+        return None if self.withheld else self.renamed or self.number
 
     @property
     def resolution(self) -> tuple[bool, bool, bool]:
@@ -142,12 +152,13 @@ class Breakpoint:
     def set_locations(self, gdb_number: int, locations: list[Location]) -> None:
         """Record where gdb breakpoint ``gdb_number`` (this one or a target's) resolved."""
         if not self.targets:
-            if gdb_number == self.number:
+            if gdb_number in (self.number, self.renamed):
+                if gdb_number != self.name_number:
+                    return  # a late record of the name's breakpoint deleted since
                 self.by_name = locations
             else:
                 self.addressed[gdb_number] = locations
-            self.locations = self.by_name + [loc for found in self.addressed.values() for loc in found
-                                             if not any(_same_place(loc, known) for known in self.by_name)]
+            self._combine()
             return
         self.target_locations[gdb_number] = locations
         self.locations = [loc for number in self.targets for loc in self.target_locations.get(number, [])]
@@ -155,7 +166,16 @@ class Breakpoint:
     def forget_address(self, gdb_number: int) -> None:
         """Address breakpoint ``gdb_number`` is gone (its process exec'd, or it was deleted)."""
         if self.addressed.pop(gdb_number, None) is not None:
-            self.set_locations(self.number, self.by_name)
+            self._combine()
+
+    def withhold_name(self) -> None:
+        """The name's gdb breakpoint was deleted for now: it has no locations of its own."""
+        self.withheld, self.by_name = True, []
+        self._combine()
+
+    def _combine(self) -> None:
+        self.locations = self.by_name + [loc for found in self.addressed.values() for loc in found
+                                         if not any(_same_place(loc, known) for known in self.by_name)]
 
     @property
     def real_locations(self) -> list[Location]:
@@ -177,7 +197,7 @@ class Breakpoint:
         """Whether a stop at ``locno`` (or in ``function``) is a PLT stub of this breakpoint."""
         if function and "@plt" in function:
             return True
-        return any(loc.is_plt and loc.number == f"{self.number}.{locno}" for loc in self.locations)
+        return any(loc.is_plt and loc.number == f"{self.name_number}.{locno}" for loc in self.locations)
 
     def to_json(self) -> dict[str, Any]:
         """The ``breakpoint`` event body."""

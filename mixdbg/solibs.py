@@ -132,6 +132,12 @@ class LibraryFacts:
                 for _, facts in files for name in _LINE_SECTIONS) or self._may_download(files)
         return self._lines[identity]
 
+    def identity(self, path: str) -> str | None:
+        """The library as gdb would read it now: its file's identity and its debug files'
+        (and whether debuginfod may bring some); None when it cannot be read."""
+        found = self._symbol_files(path)
+        return found[0] if found is not None else None
+
     def _may_download(self, files: list[tuple[Path, debugfiles.ElfFacts]]) -> bool:
         """Whether debuginfod could bring the library's debug info (none found here)."""
         return self.search.debuginfod_cache is not None and len(files) == 1 and files[0][1].build_id is not None
@@ -255,10 +261,18 @@ class SymbolReader:
         #: Leave heavy libraries bound by address unread (``unwindstub``): set where nobody
         #: waits at a stop (a run that reports its stops and goes on).
         self.unwind_only = False
+        #: Called before gdb reads libraries where it must resolve these function specs'
+        #: names itself (the breakpoint table gives back the names it withheld).
+        self.resolving: Callable[[list[BreakSpec]], None] = lambda specs: None
 
     def search(self) -> debugfiles.Search:
         """Where this gdb finds separate debug files."""
         return self._facts.search
+
+    def identity(self, path: str) -> str | None:
+        """Library ``path`` with the files gdb reads its symbols from, as they are now
+        (``LibraryFacts.identity``)."""
+        return self._facts.identity(path)
 
     def symbol_bytes(self, path: str) -> tuple[int, bool]:
         """Bytes of DWARF and symbol tables gdb reads for library ``path`` (its debug files'
@@ -314,6 +328,8 @@ class SymbolReader:
             # often its caller, in the stack of its stop, and gdb resolves the names once for
             # both (librados read after libceph-common alone: 11 s more at the stop)
             self.deferred += absent
+        if now and named:
+            self.resolving(named)
         self.read(*now)
         if binder is not None and named:
             binder.learn(now, named)
@@ -428,5 +444,8 @@ class SymbolReader:
     def read_unread(self, specs: list[BreakSpec], kernel_library: str | None) -> None:
         """A breakpoint added later: read the loaded libraries it can be in that gdb has
         not read yet."""
-        self.read(*[path for path in self.unread() if wanted(self._facts, path, specs, kernel_library)])
+        paths = [path for path in self.unread() if wanted(self._facts, path, specs, kernel_library)]
+        if paths:
+            self.resolving(specs)
+        self.read(*paths)
         self._facts.save()

@@ -5,11 +5,14 @@ a library's load while gdb reads the library.
 2.3 s to 7 s for ``libtorch_cpu.so``, seconds for a big C++ library's DWARF. Where a name's
 locations are in a library is a fact of that file and that gdb: after gdb read the library
 and placed the breakpoint, the session keeps them (``Places``: each location's offset in the
-library and gdb's own text for it, by the file's identity, gdb's version and the name). At a
-later load of the same file, the session puts one gdb breakpoint at each known address, in
-that process only, and lets the program run; gdb then reads the library while the program
-runs (``SymbolReader``'s deferred reads), its own locations of the name join these at the
-same addresses, and a known place gdb no longer finds is dropped (and forgotten).
+library and gdb's own text for it, by the identity of the file and of its debug files, gdb's
+version and the name). At a later load of the same file, the session puts one gdb breakpoint
+at each known address, in that process only, and lets the program run; gdb then reads the
+library while the program runs (``SymbolReader``'s deferred reads), its own locations of the
+name join these at the same addresses, and a known place gdb no longer finds is dropped (and
+forgotten). Where the name's own gdb breakpoint has no place yet, the breakpoint table
+withholds it meanwhile, so that gdb does not resolve the name again in the library
+(``BreakpointTable.withhold``).
 
 This needs breakpoints of one process (gdb 15 and later: the same address in another
 process is other code), unless the session follows no child. Per process, as operator
@@ -67,8 +70,9 @@ class AddressBreakpoints:
     """The function breakpoints of one session bound at known places, process by process."""
 
     def __init__(self, gdb: GdbMi, insert: Insert, inferior_of: Callable[[int], str | None],
-                 by_address: bool, cache: str | None = CACHE) -> None:
+                 by_address: bool, identity: Callable[[str], str | None], cache: str | None = CACHE) -> None:
         self._gdb = gdb
+        self._identity = identity  # a library's, with its debug files' (SymbolReader.identity)
         self._insert = insert
         self._inferior_of = inferior_of
         self._by_address = by_address  # the session follows no child: one process, ever
@@ -112,8 +116,10 @@ class AddressBreakpoints:
                     if os.path.realpath(library) in read}
         stale = []
         for breakpoint in breakpoints:
+            if breakpoint.name_number is None:
+                continue  # its name is withheld (breakpoint_table): gdb has no places of its own
             try:
-                table = self._gdb.command(f"-break-info {breakpoint.number}").get("BreakpointTable", {})
+                table = self._gdb.command(f"-break-info {breakpoint.name_number}").get("BreakpointTable", {})
             except GdbCommandError as err:
                 log.info("breakpoint %d: %s", breakpoint.number, err.gdb_message)
                 continue
@@ -158,12 +164,11 @@ class AddressBreakpoints:
             except GdbCommandError:
                 minor = "?"
             self._version = f"{self._gdb.major_version()}.{minor}"
-        try:
-            status = os.stat(library)
-        except OSError:
-            return f"{library} gone"
-        identity = f"{os.path.realpath(library)}:{status.st_dev}:{status.st_ino}:{status.st_mtime_ns}:{status.st_size}"
-        return f"{identity} gdb {self._version} {name}"
+        # with its debug files: where gdb puts a breakpoint depends on them (after the
+        # prologue by the line table, or by its own analysis without one), and a withheld
+        # name (breakpoint_table) leaves gdb no place of its own to check a known one against
+        identity = self._identity(library)
+        return f"{identity or library + ' gone'} gdb {self._version} {name}"
 
     def _load(self) -> dict[str, list[list[Any]]]:
         if self._places is None:
