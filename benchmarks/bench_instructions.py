@@ -39,17 +39,7 @@ WORKLOADS = {
     "calls": ("fib(22)", "call", 57313),  # fib(22) makes 57,313 calls
     "lines": ("for _ in range(3):\n        count(WORDS)", "iteration", 60000),
 }
-FUNCTIONS = """
-def fib(n):
-    return n if n < 2 else fib(n - 1) + fib(n - 2)
-
-
-def count(words):
-    counts = {}
-    for word in words:
-        counts[word] = counts.get(word, 0) + 1
-    return counts
-
+FUNCTIONS = overhead.USER_FUNCTIONS + """
 
 WORDS = [f"w{i % 997}" for i in range(20000)]
 """

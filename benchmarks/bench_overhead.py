@@ -63,8 +63,8 @@ def report(work):
     work()
     print(json.dumps({{"compute": time.process_time() - start}}), flush=True)
 """
-WORKLOADS = {
-    "user": PRELUDE + """
+#: The user-code workload's functions: a recursion (a call each) and a dict loop (a line each).
+USER_FUNCTIONS = """
 
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
@@ -75,7 +75,9 @@ def count(words):
     for word in words:
         counts[word] = counts.get(word, 0) + 1
     return counts
-
+"""
+WORKLOADS = {
+    "user": PRELUDE + USER_FUNCTIONS + """
 
 def work():
     fib(29)
