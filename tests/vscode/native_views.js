@@ -52,8 +52,7 @@ main(async (wb, args, steps) => {
   await wb.shot('disassembly-one-instruction-on');
 
   // Break on Value Change on the C global memlab_counter, in the frame's Globals scope
-  await wb.expandVariables(/^Globals$/);
-  await wb.waitForVariable(/^memlab_counter = 0$/);
+  await wb.waitForVariable(/^memlab_counter = 0$/, 30000, /^Globals$/);
   // (the item is enabled once the adapter answered dataBreakpointInfo for it)
   const counter = page.locator('.debug-variables .monaco-list-row', { hasText: 'memlab_counter' }).first();
   steps.valueMenu = await wb.contextMenu(counter, 'Break on Value Change');

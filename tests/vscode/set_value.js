@@ -9,19 +9,6 @@ const { main, squash } = require('./workbench');
 
 const esc = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** Waits for a VARIABLES row matching `pattern`, expanding only the Locals scope (the groups
- *  stay folded, as a person leaves them, so the variable's row stays in view). */
-async function waitForLocal(wb, pattern, timeout = 30000) {
-  const end = Date.now() + timeout;
-  while (Date.now() < end) {
-    const found = (await wb.variables()).find((t) => pattern.test(t));
-    if (found) return found;
-    await wb.expandVariables(/^Locals$/);
-    await wb.page.waitForTimeout(500);
-  }
-  throw new Error(`no VARIABLES row matches ${pattern}: ${JSON.stringify(await wb.variables())}`);
-}
-
 main(async (wb, args, steps) => {
   const page = wb.page;
   const script = path.basename(args.script);
@@ -31,7 +18,7 @@ main(async (wb, args, steps) => {
   await page.keyboard.press('F5');
   steps.stop = await wb.waitForTop(new RegExp(`${esc(script)} ${args.line}:`));
   const before = new RegExp(`^${esc(args.name)}\\b`);
-  steps.before = await waitForLocal(wb, before);
+  steps.before = await wb.waitForVariable(before, 30000, /^Locals$/);
   await wb.shot('stopped-variable-shown');
 
   // Set Value, as a person does it: right-click the row, pick the menu item, type, Enter.
@@ -42,7 +29,7 @@ main(async (wb, args, steps) => {
   await input.fill(args.value);
   await wb.shot('new-value-typed');
   await page.keyboard.press('Enter');
-  steps.after = await waitForLocal(wb, new RegExp(`^${esc(args.name)}\\b.*\\b${esc(args.value)}$`));
+  steps.after = await wb.waitForVariable(new RegExp(`^${esc(args.name)}\\b.*\\b${esc(args.value)}$`), 30000, /^Locals$/);
   steps.variables = await wb.variables();
   await wb.shot('value-set');
 

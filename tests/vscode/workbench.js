@@ -226,13 +226,16 @@ async function openWorkbench({ R, url, folder, shots }) {
       }
       throw new Error(`no CALL STACK row matches ${pattern}`);
     },
-    /** Waits for a VARIABLES row matching `pattern`, expanding collapsed scopes on the way. */
-    async waitForVariable(pattern, timeout = 30000) {
+    /** Waits for a VARIABLES row matching `pattern`, expanding on the way the collapsed rows
+     *  that match `expand` (every row by default; a scope's name keeps the others folded, as
+     *  a person leaves them, so that the row looked for stays in view). The tree re-renders
+     *  as the adapter answers: a row expanded too early is expanded again. */
+    async waitForVariable(pattern, timeout = 30000, expand = /./) {
       const end = Date.now() + timeout;
       while (Date.now() < end) {
         const found = (await wb.variables()).find((t) => pattern.test(t));
         if (found) return found;
-        await wb.expandVariables(/./);
+        await wb.expandVariables(expand);
         await page.waitForTimeout(500);
       }
       throw new Error(`no VARIABLES row matches ${pattern}: ${JSON.stringify(await wb.variables())}`);
