@@ -185,7 +185,8 @@ class Adapter:
             self.connection.fail(request, err.message)
             raise
         except MixdbgError as err:
-            self.connection.fail(request, CANCELLED if cancelled else err.message)
+            self.connection.fail(request, CANCELLED if cancelled else err.message,
+                                 show_user=not isinstance(err, DapError) or err.show_user)
         except Exception as err:  # noqa: BLE001 - a bug answers one request, the session goes on
             log.error("request %s failed:\n%s", command, traceback.format_exc())
             self.connection.fail(request, f"internal error in mixdbg: {type(err).__name__}: {err}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from mixdbg.dap.protocol import DapError
+from mixdbg.dap.protocol import StaleReference
 
 T = TypeVar("T", bound=Hashable)
 
@@ -33,7 +33,7 @@ class Handles(Generic[T]):
         try:
             return self._items[number]
         except KeyError:
-            raise DapError(f"{self.what} {number} is not valid any more (the program ran since)") from None
+            raise StaleReference(f"{self.what} {number} is not valid any more (the program ran since)") from None
 
     def reset(self) -> None:
         """The debuggee runs again: every id handed out so far is invalid. Ids keep growing,

@@ -23,7 +23,18 @@ MAX_MESSAGE = 16 << 20
 
 
 class DapError(UsageError):
-    """A request that cannot be served: its one-line message goes in the error response."""
+    """A request that cannot be served: its one-line message goes in the error response,
+    which the editor shows the user (``show_user``) unless it is routine for the editor."""
+
+    show_user = True
+
+
+class StaleReference(DapError):
+    """A reference (variables, frame) handed out before the program last ran. Editors ask
+    with one routinely, racing a continue: answered as an error, but not shown to the user
+    (VS Code made each a notification that had nothing to tell)."""
+
+    show_user = False
 
 
 class ClientGone(MixdbgError):
@@ -136,13 +147,14 @@ class Connection:
             response["body"] = body
         self._send(response)
 
-    def fail(self, request: dict[str, Any], message: str) -> None:
-        """An error response to ``request``, with one line saying why."""
+    def fail(self, request: dict[str, Any], message: str, show_user: bool = True) -> None:
+        """An error response to ``request``, with one line saying why (for the editor to show
+        the user, unless ``show_user`` is False)."""
         line = " ".join(message.split())
         self._send({"type": "response", "request_seq": request["seq"], "success": False,
                     "command": request["command"], "message": line,
                     "body": {"error": {"id": 1, "format": line.replace("{", "(").replace("}", ")"),
-                                       "showUser": True}}})
+                                       "showUser": show_user}}})
 
     def event(self, name: str, body: dict[str, Any] | None = None) -> None:
         """An event."""

@@ -77,10 +77,16 @@ def test_python_and_native_stops_in_one_run_evaluate_each(dap: DapClient, native
     assert [t["id"] for t in dap.threads()] == [thread]  # the program's one thread, not the agent's too
     assert dap.evaluate("value * 2", frame["id"])["result"] == "82"
     assert dap.frame_variables(frame["id"], "Locals")["value"]["value"] == "41"
+    old_scope = dap.request("scopes", frameId=frame["id"])["body"]["scopes"][0]["variablesReference"]
     # ... then the native stop, evaluating C, with the Python caller below it
     dap.request("continue", threadId=thread)
     stop = dap.wait_stopped()
     assert stop["reason"] == "function breakpoint"
+    # (a reference from before the continue, as an editor racing it asks: an error, and not
+    # one for the editor to show the user)
+    stale = dap.request_raw("variables", variablesReference=old_scope)
+    assert not stale["success"] and "not valid any more" in stale["message"]
+    assert stale["body"]["error"]["showUser"] is False
     frames = dap.stack(stop["threadId"])
     assert frames[0]["name"] == "native_step"
     assert dap.evaluate("i * 10 + 1", frames[0]["id"])["result"] == "1"
