@@ -40,6 +40,8 @@ class Section:
     offset: int
     size: int
     flags: int = 0  # sh_flags (SHF_COMPRESSED: see ``compression``)
+    address: int = 0  # sh_addr: where the section is in memory, before the load bias
+    align: int = 0  # sh_addralign
 
     @property
     def has_bytes(self) -> bool:
@@ -94,18 +96,19 @@ def _table(stream: BinaryIO, offset: int, entry_size: int, count: int, entry: st
 def read_sections(stream: BinaryIO) -> dict[str, Section]:
     """Every named section of the ELF file open in ``stream`` (binary, seekable), by name."""
     header = _header(stream)
-    # name type flags addr offset size (the rest unread)
-    entry = struct.Struct(header.order + ("IIQQQQ" if header.wide else "IIIIII"))
+    # name type flags addr offset size link info addralign entsize
+    entry = struct.Struct(header.order + ("IIQQQQIIQQ" if header.wide else "IIIIIIIIII"))
     raw = _table(stream, header.shoff, header.shentsize, header.shnum, entry)
     if header.shstrndx >= len(raw):
         return {}
     stream.seek(raw[header.shstrndx][4])
     names = stream.read(raw[header.shstrndx][5])
     sections = {}
-    for name_offset, kind, flags, _addr, offset, size in raw:
+    for name_offset, kind, flags, address, offset, size, _link, _info, align, _entsize in raw:
         end = names.find(b"\0", name_offset)
         if 0 < name_offset < len(names) and end > name_offset:
-            sections[names[name_offset:end].decode("ascii", "replace")] = Section(kind, offset, size, flags)
+            sections[names[name_offset:end].decode("ascii", "replace")] = Section(kind, offset, size, flags,
+                                                                                  address, align)
     return sections
 
 

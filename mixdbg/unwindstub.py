@@ -23,7 +23,6 @@ import os
 import struct
 from array import array
 from pathlib import Path
-from typing import BinaryIO
 
 from mixdbg.elfsections import ElfFormatError, Section, first_load_bias, read_sections
 
@@ -63,12 +62,12 @@ def write_stub(path: str, target: Path) -> Path:
         return target
     with open(path, "rb") as stream:
         ident = stream.read(64)
-        headers = _section_headers(stream, ident)
-        kept = {name: headers[name] for name in (_CODE, *_UNWIND)}
+        sections = read_sections(stream)
+        kept = {name: sections[name] for name in (_CODE, *_UNWIND)}
         contents = {}
         for name in _UNWIND:
-            stream.seek(kept[name][4])
-            contents[name] = stream.read(kept[name][5])
+            stream.seek(kept[name].offset)
+            contents[name] = stream.read(kept[name].size)
     names = b"\0" + b"".join(name.encode() + b"\0" for name in (*kept, ".shstrtab"))
     body = bytearray(64)
     offsets = {}
@@ -81,9 +80,10 @@ def write_stub(path: str, target: Path) -> Path:
     body += b"\0" * (-len(body) % 8)
     table_at = len(body)
     body += bytes(_SECTION.size)  # the null section
-    for name, (_, kind, flags, address, _, size, _, _, align, _) in kept.items():
-        body += _SECTION.pack(names.index(name.encode() + b"\0"), SHT_NOBITS if name == _CODE else kind, flags,
-                              address, offsets.get(name, 64), size, 0, 0, align, 0)
+    for name, section in kept.items():
+        body += _SECTION.pack(names.index(name.encode() + b"\0"), SHT_NOBITS if name == _CODE else section.type,
+                              section.flags, section.address, offsets.get(name, 64), section.size, 0, 0,
+                              section.align, 0)
     body += _SECTION.pack(names.index(b".shstrtab\0"), SHT_STRTAB, 0, 0, names_at, len(names), 0, 0, 1, 0)
     # ELF header: the library's ident; type, machine, version, entry, phoff, shoff, flags,
     # ehsize, phentsize, phnum, shentsize, shnum, shstrndx
@@ -105,25 +105,11 @@ def _prune(directory: Path) -> None:
         old.unlink(missing_ok=True)
 
 
-def _section_headers(stream: BinaryIO, ident: bytes) -> dict[str, tuple[int, ...]]:
-    """The raw section headers of a 64-bit little-endian ELF file, by name."""
-    shoff, = struct.unpack_from("<Q", ident, 0x28)
-    entry_size, count, names_index = struct.unpack_from("<HHH", ident, 0x3A)
-    stream.seek(shoff)
-    raw = stream.read(entry_size * count)
-    if len(raw) < entry_size * count or names_index >= count:
-        raise ElfFormatError("truncated section table")
-    headers = [_SECTION.unpack_from(raw, index * entry_size) for index in range(count)]
-    stream.seek(headers[names_index][4])
-    names = stream.read(headers[names_index][5])
-    return {names[header[0]:names.find(b"\0", header[0])].decode("ascii", "replace"): header for header in headers}
-
-
 def code_address(stub: Path | str) -> int:
     """The address of a stub's code placeholder (before the library's load base): an
     address inside it names the stub to ``remove-symbol-file -a``."""
     with open(stub, "rb") as stream:
-        return int(_section_headers(stream, stream.read(64))[_CODE][3])
+        return read_sections(stream)[_CODE].address
 
 
 def load_base(pid: int, path: str) -> int | None:

@@ -9,6 +9,7 @@ breakpoints through ``mixdbg dap``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from mixdbg.breakpoints import Breakpoint, BreakSpec, Location, locations_from_mi, parse_spec
@@ -284,8 +285,7 @@ def keep_names(locations: list[Location], before: list[Location]) -> list[Locati
     for location in locations:
         old = known.get(location.address)
         if old is not None and not location.file and (old.function or old.file):
-            location = Location(location.number, location.address, location.function or old.function, old.file,
-                                old.line, location.enabled, location.condition_invalid, location.inferiors)
+            location = replace(location, function=location.function or old.function, file=old.file, line=old.line)
         kept.append(location)
     return kept
 
